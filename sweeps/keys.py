@@ -1,0 +1,72 @@
+"""Every metric key the suite reads or writes, defined once.
+
+RLlib's keys come from ``ray.rllib.utils.metrics`` (RLlib renamed them before and will again); the
+suite's own keys live under ``SUITE`` in each training result. Keys are tuples (nested dict paths);
+``flat()`` joins them with "/" the way Tune flattens results (``progress.csv``, TensorBoard).
+
+This module imports only RLlib's constants, so analysis can use it without touching trainer code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    EPISODE_LEN_MEAN,
+    EPISODE_RETURN_MAX,
+    EPISODE_RETURN_MEAN,
+    EPISODE_RETURN_MIN,
+    EVALUATION_RESULTS,
+    LEARNER_RESULTS,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_EPISODES_LIFETIME,
+)
+
+Key = tuple[str, ...]
+
+# --- RLlib's own results -------------------------------------------------------------------------
+RETURN_MEAN: Key = (ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
+RETURN_MIN: Key = (ENV_RUNNER_RESULTS, EPISODE_RETURN_MIN)
+RETURN_MAX: Key = (ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX)
+EPISODE_LEN: Key = (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN)
+EPISODES_LIFETIME: Key = (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME)
+ENV_STEPS_SAMPLED: Key = (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
+ENV_STEPS_TRAINED: Key = (LEARNER_RESULTS, "__all_modules__", NUM_ENV_STEPS_TRAINED_LIFETIME)
+EVAL_RETURN_MEAN: Key = (EVALUATION_RESULTS, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
+TIME_TOTAL_S: Key = ("time_total_s",)
+TRAINING_ITERATION: Key = ("training_iteration",)
+
+# --- The suite's own results (written by sweeps.callbacks.SuiteCallbacks) -----------------------
+SUITE = "suite"
+# Top-level copies of the env-step counter and the search metric, so that Tune's stoppers and
+# schedulers (which take flat "a/b" keys) read the same numbers everywhere.
+ENV_STEPS: Key = (SUITE, "env_steps")  # env steps sampled, lifetime
+TRAIN_TIME_S: Key = (SUITE, "train_time_s")  # wall-clock in training_step, evaluation excluded
+EVAL_TIME_S: Key = (SUITE, "eval_time_s")  # wall-clock spent in greedy evaluation, cumulative
+ENV_STEPS_PER_S: Key = (SUITE, "env_steps_per_s")  # env steps sampled / train_time_s (lifetime)
+GREEDY_RETURN: Key = (SUITE, "greedy_return")  # latest greedy (explore=False) eval return mean
+PCT_OF_OPTIMUM: Key = (SUITE, "pct_of_optimum")  # greedy_return / exact optimum * 100 (cabs)
+OPTIMUM: Key = (SUITE, "optimum")  # exact optimal expected return of the env (cabs)
+LEARNER_STEPS_PER_S: Key = (SUITE, "learner_env_steps_per_s")  # env steps trained / train_time_s
+LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
+
+
+def flat(key: Key) -> str:
+    """Tune's flattened spelling of a nested key (``"env_runners/episode_return_mean"``)."""
+    return "/".join(key)
+
+
+def get(result: Mapping[str, Any], key: Key, default: Any = None) -> Any:
+    """Read a nested key from a result dict; accepts flattened results too."""
+    flat_key = flat(key)
+    if flat_key in result:
+        return result[flat_key]
+    node: Any = result
+    for part in key:
+        if not isinstance(node, Mapping) or part not in node:
+            return default
+        node = node[part]
+    return node

@@ -1,0 +1,22 @@
+"""Shared fixtures. Ray starts once per test session (``ray_session``), never per test."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+# Keep Ray quiet and local in tests; these machines have 2 cores.
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray instance shared by every test that needs one."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
