@@ -1,0 +1,165 @@
+"""Exact optimal expected return of the cab MDP by finite-horizon dynamic programming.
+
+The state of the month is ``(hours used, location, hour, day)``; with hours used ``h`` in
+``0..719`` and the 840 ``(location, hour, day)`` states, backward induction over ``h`` is
+
+    Q[h, s, a] = reward[s, a] + V[h + hours[s, a], next_state[s, a]],   V[h >= 720] = 0,
+
+vectorised over the ``840 x 25`` table of :func:`envs.cabs.city` per level ``h`` (a step jumps
+ahead by up to 46 hours; the last step of a month may overshoot 720 and is paid in full).
+
+* Base variant: all 25 actions are available, ``V[h, s] = max_a Q[h, s, a]``.
+* Request variant: only offline (action 0) and the requested rides ``S`` are available, with
+  ``|S| = k ~ min(Poisson(rate[location]), 15)`` and ``S`` uniform among the k-subsets of the
+  20 rides. With ``q0 = Q[h, s, 0]`` and the ride values sorted descending
+  ``q(1) >= ... >= q(20)``, the best ride of ``S`` has rank ``j`` with probability
+  ``C(20 - j, k - 1) / C(20, k)``, hence
+
+      V[h, s] = sum_k P(k) sum_j C(20 - j, k - 1) / C(20, k) * max(q0, q(j))   (k = 0: q0).
+
+The value of the MDP is the mean of ``V[0, s]`` over the 840 (uniform) start states.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from envs.cabs import (
+    DAYS_PER_WEEK,
+    EPISODE_HOURS,
+    HOURS_PER_DAY,
+    MAX_REQUESTS,
+    MAX_STEP_HOURS,
+    NUM_LOCATIONS,
+    NUM_RIDES,
+    NUM_STATES,
+    OFFLINE_ACTION,
+    REQUEST_RATES,
+    RIDE_ACTIONS,
+    city,
+    is_request_variant,
+    state_from_observation,
+)
+
+
+def request_count_probabilities(rate: float, cap: int = MAX_REQUESTS) -> np.ndarray:
+    """``P(k)`` for ``k = 0..cap`` of ``min(Poisson(rate), cap)``."""
+    pmf = np.array([math.exp(-rate) * rate**k / math.factorial(k) for k in range(cap)])
+    return np.append(pmf, 1.0 - pmf.sum())
+
+
+def best_rank_weights(rate: float) -> tuple[float, np.ndarray]:
+    """Weights of the request-variant expectation at a location with Poisson ``rate``.
+
+    Returns ``(w0, w)``: ``w0 = P(no request)`` and ``w[j - 1] = P(the best requested ride has
+    rank j among the 20 rides)`` for ``j = 1..20``; ``w0 + w.sum() == 1``.
+    """
+    counts = request_count_probabilities(rate)
+    ranks = np.arange(1, NUM_RIDES + 1)
+    weights = np.zeros(NUM_RIDES)
+    for k in range(1, len(counts)):
+        rank_given_k = np.array([math.comb(NUM_RIDES - j, k - 1) for j in ranks])
+        weights += counts[k] * rank_given_k / math.comb(NUM_RIDES, k)
+    return float(counts[0]), weights
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """The solved MDP of one city and variant.
+
+    Attributes:
+        tm_seed: the city.
+        requests: whether this is the request variant.
+        V: ``(720, 840)`` optimal expected return-to-go by hours used and state index
+            (expectation over the request draws on the request variant).
+        value: the optimal expected return from the uniform start, ``V[0].mean()``.
+    """
+
+    tm_seed: int
+    requests: bool
+    V: np.ndarray
+    value: float
+    _V_padded: np.ndarray  # V with zero rows for hours used 720..765
+    _greedy: np.ndarray  # (720, 840) int8: best action when all 25 are available
+
+    @property
+    def Q(self) -> np.ndarray:
+        """``(720, 840, 25)`` action values (float64, ~120 MB, computed on each access)."""
+        c = city(self.tm_seed)
+        levels = np.arange(EPISODE_HOURS)[:, None, None]
+        return c.reward[None] + self._V_padded[levels + c.hours[None], c.next_state[None]]
+
+    def q_values(self, hours_used: int, state: int) -> np.ndarray:
+        """The 25 action values at ``hours_used`` in state index ``state``."""
+        c = city(self.tm_seed)
+        return c.reward[state] + self._V_padded[hours_used + c.hours[state], c.next_state[state]]
+
+    def policy(self) -> OptimalPolicy:
+        """The optimal policy, usable in the env (see :class:`OptimalPolicy`)."""
+        return OptimalPolicy(self)
+
+
+class OptimalPolicy:
+    """Acts optimally: the best available action by the solution's action values.
+
+    Call ``policy(obs, info)`` with the env's observation and info; it reads
+    ``info["hours_used"]`` and, on the request variant, ``info["action_mask"]``.
+    """
+
+    def __init__(self, solution: Solution) -> None:
+        self.solution = solution
+
+    def reset(self) -> None:
+        """Nothing to reset: the policy is Markov in (hours used, state)."""
+
+    def __call__(self, obs: np.ndarray, info: dict[str, Any]) -> int:
+        state = state_from_observation(obs)
+        hours_used = int(info["hours_used"])
+        if not self.solution.requests:
+            return int(self.solution._greedy[hours_used, state])
+        q = self.solution.q_values(hours_used, state)
+        q = np.where(np.asarray(info["action_mask"]) > 0, q, -np.inf)
+        return int(np.argmax(q))
+
+
+@functools.lru_cache(maxsize=8)
+def solve(tm_seed: int = 0, requests: bool = False) -> Solution:
+    """Solve the cab MDP of city ``tm_seed`` exactly (about a second; cached)."""
+    c = city(tm_seed)
+    padded = np.zeros((EPISODE_HOURS + MAX_STEP_HOURS, NUM_STATES))
+    greedy = np.zeros((EPISODE_HOURS, NUM_STATES), dtype=np.int8)
+    states = np.arange(NUM_STATES)
+
+    location = states // (HOURS_PER_DAY * DAYS_PER_WEEK)
+    w0 = np.empty(NUM_LOCATIONS)
+    w = np.empty((NUM_LOCATIONS, NUM_RIDES))
+    for loc, rate in enumerate(REQUEST_RATES):
+        w0[loc], w[loc] = best_rank_weights(rate)
+    w0_state, w_state = w0[location], w[location]
+    rides = np.array(RIDE_ACTIONS)
+
+    for h in range(EPISODE_HOURS - 1, -1, -1):
+        q = c.reward + padded[h + c.hours, c.next_state]
+        greedy[h] = q.argmax(axis=1)
+        if requests:
+            offline = q[:, OFFLINE_ACTION]
+            ride_values = -np.sort(-q[:, rides], axis=1)  # descending
+            best = np.maximum(ride_values, offline[:, None])
+            padded[h] = w0_state * offline + (w_state * best).sum(axis=1)
+        else:
+            padded[h] = q[states, greedy[h]]
+
+    for array in (padded, greedy):
+        array.flags.writeable = False
+    values = padded[:EPISODE_HOURS]
+    return Solution(tm_seed, requests, values, float(values[0].mean()), padded, greedy)
+
+
+def optimum_value(variant: str, tm_seed: int = 0) -> float:
+    """Optimal expected return of ``variant`` (``"base"`` or ``"requests"``) from the start."""
+    return solve(tm_seed, is_request_variant(variant)).value
