@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ray.rllib.core import ALL_MODULES
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_LEN_MEAN,
@@ -34,7 +35,7 @@ RETURN_MAX: Key = (ENV_RUNNER_RESULTS, EPISODE_RETURN_MAX)
 EPISODE_LEN: Key = (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN)
 EPISODES_LIFETIME: Key = (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME)
 ENV_STEPS_SAMPLED: Key = (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
-ENV_STEPS_TRAINED: Key = (LEARNER_RESULTS, "__all_modules__", NUM_ENV_STEPS_TRAINED_LIFETIME)
+ENV_STEPS_TRAINED: Key = (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME)
 EVAL_RETURN_MEAN: Key = (EVALUATION_RESULTS, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
 TIME_TOTAL_S: Key = ("time_total_s",)
 TRAINING_ITERATION: Key = ("training_iteration",)
@@ -70,3 +71,11 @@ def get(result: Mapping[str, Any], key: Key, default: Any = None) -> Any:
             return default
         node = node[part]
     return node
+
+
+def set_default(result: dict[str, Any], key: Key, value: Any) -> Any:
+    """Set a nested key in a result dict unless it is already there; return its value."""
+    node = result
+    for part in key[:-1]:
+        node = node.setdefault(part, {})
+    return node.setdefault(key[-1], value)

@@ -1,0 +1,96 @@
+"""RLlib callback that adds the suite's own metrics to every training result.
+
+The suite compares algorithms by *training* wall-clock, so evaluation time has to be measured and
+taken out; and cab runs are judged against the env's exact optimum. Everything written here lives
+under ``result["suite"]`` (keys in ``sweeps.keys``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.learner.learner import Learner
+from ray.rllib.utils.metrics import LEARNER_RESULTS
+
+from sweeps import keys
+
+
+def _cab_optimum(env_id: Any, env_config: dict) -> float | None:
+    """Exact optimal expected return when the env is a cab env, else None."""
+    import envs
+
+    if env_id not in (envs.CABS, envs.CABS_REQUESTS):
+        return None
+    from envs.optimum import optimum_value
+
+    variant = "requests" if env_id == envs.CABS_REQUESTS else "base"
+    return float(optimum_value(variant, tm_seed=int(env_config.get("tm_seed", 0))))
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+class SuiteCallbacks(RLlibCallback):
+    """Training wall-clock without evaluation, greedy return, % of optimum, throughput."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._t_start: float | None = None
+        self._eval_started: float | None = None
+        self._eval_time_s = 0.0
+        self._greedy_return = math.nan
+        self._optimum: float | None = None
+
+    def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
+        self._optimum = _cab_optimum(algorithm.config.env, dict(algorithm.config.env_config))
+        # Start-up (building runners, learners, the DP above) is not training time.
+        self._t_start = time.perf_counter()
+
+    def on_evaluate_start(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
+        self._eval_started = time.perf_counter()
+
+    def on_evaluate_end(self, *, algorithm, metrics_logger=None, evaluation_metrics=None, **kw):
+        if self._eval_started is not None:
+            self._eval_time_s += time.perf_counter() - self._eval_started
+            self._eval_started = None
+
+    def on_train_result(self, *, algorithm, metrics_logger=None, result: dict, **kwargs) -> None:
+        if self._t_start is None:  # restored without on_algorithm_init
+            self._t_start = time.perf_counter()
+        wall = time.perf_counter() - self._t_start
+        train_time = max(wall - self._eval_time_s, 1e-9)
+
+        env_steps = _number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
+        trained = _number(keys.get(result, keys.ENV_STEPS_TRAINED, math.nan))
+        greedy = _number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
+        if not math.isnan(greedy):
+            self._greedy_return = greedy
+        loss = _number(
+            result.get(LEARNER_RESULTS, {}).get(DEFAULT_MODULE_ID, {}).get(Learner.TOTAL_LOSS_KEY)
+        )
+
+        # The search metric must exist from the first result on (Tune checks it), even before
+        # the first episode ended.
+        keys.set_default(result, keys.RETURN_MEAN, math.nan)
+
+        suite = {
+            keys.ENV_STEPS[-1]: env_steps,
+            keys.TRAIN_TIME_S[-1]: train_time,
+            keys.EVAL_TIME_S[-1]: self._eval_time_s,
+            keys.ENV_STEPS_PER_S[-1]: env_steps / train_time,
+            keys.LEARNER_STEPS_PER_S[-1]: trained / train_time,
+            keys.GREEDY_RETURN[-1]: self._greedy_return,
+            keys.LOSS[-1]: loss,
+        }
+        if self._optimum:
+            suite[keys.OPTIMUM[-1]] = self._optimum
+            suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * self._greedy_return / self._optimum
+        result[keys.SUITE] = suite

@@ -1,0 +1,74 @@
+"""The two workloads as RLlib config fragments, shared by every sweep.
+
+``cabs(config, args)`` and ``pong(config, args)`` set the env, env runners, greedy evaluation,
+seeding and the suite's callbacks on any algorithm's config; a sweep file adds only its
+algorithm's training settings. Envs themselves live in ``envs/`` behind factories.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from sweeps.callbacks import SuiteCallbacks
+
+
+def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
+    gpus = args.num_gpus_per_learner
+    return (
+        config.env_runners(
+            num_env_runners=args.num_env_runners,
+            num_envs_per_env_runner=args.num_envs_per_env_runner,
+        )
+        .learners(num_learners=args.num_learners, num_gpus_per_learner=gpus or 0)
+        .evaluation(
+            evaluation_interval=args.eval_interval,
+            evaluation_duration=args.eval_episodes,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=0,
+            evaluation_config=AlgorithmConfig.overrides(explore=False, num_envs_per_env_runner=1),
+        )
+        .callbacks(SuiteCallbacks)
+        .debugging(seed=args.seed, log_level="ERROR")
+        .reporting(metrics_num_episodes_for_smoothing=20)
+    )
+
+
+def cabs(
+    config: AlgorithmConfig,
+    args: argparse.Namespace,
+    *,
+    masked_module: type | None = None,
+    hiddens: tuple[int, ...] = (256, 256),
+) -> AlgorithmConfig:
+    """The cab env (``--variant``, ``--tm-seed``); ``masked_module`` is used on the request
+    variant so that unavailable actions are never chosen."""
+    from envs import env_id_for
+    from envs.cabs import validate_env_config
+
+    env_config = validate_env_config({"tm_seed": args.tm_seed})
+    config = _common(config, args).environment(env_id_for(args.variant), env_config=env_config)
+    model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
+    if args.variant == "requests" and masked_module is not None:
+        return config.rl_module(
+            rl_module_spec=RLModuleSpec(module_class=masked_module, model_config=model)
+        )
+    return config.rl_module(model_config=model)
+
+
+def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> AlgorithmConfig:
+    """Atari Pong with RLlib's preprocessing (64x64 grayscale, frame-skip 4, stack 4)."""
+    from envs import PONG
+
+    config = _common(config, args).environment(PONG, env_config={}, clip_rewards=True)
+    model_config = DefaultModelConfig(
+        conv_filters=[[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
+        conv_activation="relu",
+        head_fcnet_hiddens=[256],
+        **model,
+    )
+    return config.rl_module(model_config=model_config)
