@@ -2,7 +2,7 @@
 
 How to run
 ----------
-    python sweeps/dqn_cabs.py                      # default sweep (Optuna + ASHA), ~10 min on 2 cores
+    python sweeps/dqn_cabs.py                      # default sweep, Optuna + ASHA, <= 15 min
     python sweeps/dqn_cabs.py --smoke              # same code path, a few hundred env steps
     python sweeps/dqn_cabs.py --variant requests   # the full SuperCabs MDP, Q-values masked
     python sweeps/dqn_cabs.py --num-samples 1 --stop-reward 2500 --as-test   # learning check

@@ -13,10 +13,10 @@ import sys
 import time
 from typing import Any
 
+from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
-from ray.tune.callback import Callback
 
 from sweeps import keys
 
@@ -159,7 +159,9 @@ class ProgressCallback(Callback):
                 )
             )
         widths = [max(len(row[i]) for row in rows) for i in range(len(self.COLUMNS))]
-        return "\n".join("  ".join(c.rjust(w) for c, w in zip(row, widths)) for row in rows)
+        return "\n".join(
+            "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows
+        )
 
     def on_trial_start(self, iteration, trials, trial, **info):
         self._trials[trial.trial_id] = trial

@@ -497,9 +497,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         if args.search == "optuna"
         else optuna.samplers.RandomSampler(seed=args.seed)
     )
-    searcher = OptunaSearch(
-        space=sweep.sample_params, metric=metric, mode="max", sampler=sampler
-    )
+    searcher = OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
     if args.scheduler == "asha":
         scheduler = ASHAScheduler(
             time_attr=env_steps,
@@ -540,9 +538,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
         "argv": args.argv,
         "args": {k: v for k, v in vars(args).items() if k != "argv"},
-        "hyperparameters": sorted(
-            k.replace("/", ".") for k in _sampled_keys(sweep.sample_params)
-        ),
+        "hyperparameters": sorted(k.replace("/", ".") for k in _sampled_keys(sweep.sample_params)),
         "search_space": search_space_description(sweep.sample_params),
         "base_config": config.to_dict(),
         "metric": metric,
@@ -646,7 +642,10 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
             value = keys.get(m, keys.RETURN_MEAN)
         if value is not None and not math.isnan(value) and value > best_value:
             best, best_value = r, value
-        if args.stop_reward is not None and (keys.get(m, stop_key) or -math.inf) >= args.stop_reward:
+        if (
+            args.stop_reward is not None
+            and (keys.get(m, stop_key) or -math.inf) >= args.stop_reward
+        ):
             reached_any = True
     print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
     if best is not None:
@@ -659,7 +658,10 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
         )
         pct = keys.get(m, keys.PCT_OF_OPTIMUM)
         if pct is not None:
-            print(f"[sweep]   greedy return = {_f(pct)}% of the exact optimum ({record['optimum']:.1f})")
+            print(
+                f"[sweep]   greedy return = {_f(pct)}% of the exact optimum "
+                f"({record['optimum']:.1f})"
+            )
         from sweeps.reporting import _short
 
         hp = {h: _dotted(best.config, h) for h in record["hyperparameters"]}
@@ -668,7 +670,10 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
         print(f"[sweep] ERROR in {Path(r.path).name}: {str(r.error).strip().splitlines()[-1]}")
     print(f"[sweep] TensorBoard: tensorboard --logdir {experiment}")
     if interrupted:
-        print(f"[sweep] interrupted; continue with: python sweeps/{sweep.name}.py --resume {experiment}")
+        print(
+            f"[sweep] interrupted; continue with: "
+            f"python sweeps/{sweep.name}.py --resume {experiment}"
+        )
         return 130
     if errors:
         return 1
