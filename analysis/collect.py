@@ -1,0 +1,569 @@
+"""Collect Tune experiment folders into one tidy table: one row per trial and training iteration.
+
+    python -m analysis collect ray_results/apex_cabs ray_results/dqn_cabs \
+        --out results/cabs/runs.csv
+
+An experiment folder is ``<storage_path>/<name>/`` with our runner's ``run.json`` and one folder per
+trial (``params.json`` + ``result.json``). A parent folder holding several experiments is accepted
+too: experiments are found by their ``run.json``. Everything downstream (tables, plots, the report)
+reads only the table built here, never the folders.
+
+Broken pieces (truncated ``result.json`` lines, empty or half-written trial folders, a missing
+``params.json``) are skipped and listed in one warning; what is valid is still collected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shlex
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+RUN_FILE = "run.json"
+PARAMS_FILE = "params.json"
+RESULT_FILE = "result.json"
+ERROR_FILE = "error.txt"
+RUNS_CSV = "runs.csv"
+HP_PREFIX = "hp/"
+
+# Trial status, from the files (Tune's own trial state is not read).
+COMPLETED = "completed"  # reached a stop criterion (or the scheduler's max_t)
+STOPPED_EARLY = "stopped_early"  # ended below budget without error: stopped by the scheduler
+ERRORED = "errored"  # error.txt exists
+INCOMPLETE = "incomplete"  # below budget in an experiment that did not finish (running/killed)
+
+# Column order of the tidy table; hyperparameter columns (``hp/<dotted path>``, sorted) go between
+# the identity columns and the per-iteration columns.
+ID_COLUMNS = [
+    "sweep",
+    "kind",
+    "algo",
+    "env",
+    "variant",
+    "experiment",
+    "trial_id",
+    "seed",
+    "num_env_runners",
+    "tm_seed",
+]
+ITERATION_COLUMNS = [
+    "training_iteration",
+    "env_steps",  # env steps sampled, lifetime
+    "train_time_s",  # training wall-clock, evaluation excluded (the suite's clock)
+    "eval_time_s",  # wall-clock spent in greedy evaluation, cumulative
+    "time_total_s",  # Tune's total wall-clock (includes evaluation)
+    "return_mean",  # training episodes (exploring policy)
+    "return_min",
+    "return_max",
+    "greedy_return",  # latest greedy evaluation return, carried forward
+    "pct_of_optimum",  # greedy_return / optimum * 100 (cabs)
+    "env_steps_per_s",  # env steps / train_time_s, lifetime
+    "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
+]
+TRIAL_COLUMNS = ["trial_status"]
+EXPERIMENT_COLUMNS = [
+    "metric",
+    "mode",
+    "scheduler",
+    "time_attr",
+    "max_t",
+    "budget_env_steps",  # env-step budget of one trial (stop criterion and/or scheduler max_t)
+    "stop",  # run.json "stop" as JSON
+    "optimum",
+    "targets",  # run.json "targets" as a JSON list
+    "command",
+    "git_commit",
+    "ray_version",
+    "torch_version",
+    "python_version",
+    "cpus",
+    "gpus",
+    "cpu_model",
+    "platform",
+    "started_at",
+    "ended_at",
+    "run_status",
+]
+INT_COLUMNS = [
+    "seed",
+    "num_env_runners",
+    "tm_seed",
+    "training_iteration",
+    "env_steps",
+    "budget_env_steps",
+    "cpus",
+    "gpus",
+]
+STR_COLUMNS = [
+    "sweep",
+    "kind",
+    "algo",
+    "env",
+    "variant",
+    "experiment",
+    "trial_id",
+    "trial_status",
+    "metric",
+    "mode",
+    "scheduler",
+    "time_attr",
+    "stop",
+    "targets",
+    "command",
+    "git_commit",
+    "ray_version",
+    "torch_version",
+    "python_version",
+    "cpu_model",
+    "platform",
+    "started_at",
+    "ended_at",
+    "run_status",
+]
+SORT_COLUMNS = ["env", "variant", "kind", "algo", "experiment", "trial_id", "training_iteration"]
+
+
+class UsageError(Exception):
+    """Bad command-line input: reported as one line on stderr, exit status 2."""
+
+
+@dataclass
+class Collection:
+    """The tidy table and what was skipped while building it."""
+
+    runs: pd.DataFrame
+    skipped: list[str] = field(default_factory=list)
+
+    def warning(self) -> str | None:
+        """The one warning line naming everything that was skipped (None when nothing was)."""
+        if not self.skipped:
+            return None
+        return f"warning: skipped {len(self.skipped)} item(s): " + "; ".join(self.skipped)
+
+
+# --- Finding experiments ----------------------------------------------------------------------
+
+
+def find_experiments(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Experiment folders (holding ``run.json``) named by, or found below, each path.
+
+    Raises ``UsageError`` for a path that does not exist or holds no experiment.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise UsageError(f"{path}: no such file or directory")
+        if not path.is_dir():
+            raise UsageError(f"{path}: not a directory (expected a Tune experiment folder)")
+        experiments = _experiments_below(path)
+        if not experiments:
+            raise UsageError(
+                f"{path}: not a Tune experiment (no {RUN_FILE} in it or in its sub-folders)"
+            )
+        found.extend(experiments)
+    unique: dict[Path, Path] = {}
+    for exp in found:
+        unique.setdefault(exp.resolve(), exp)
+    return list(unique.values())
+
+
+def _experiments_below(root: Path) -> list[Path]:
+    if (root / RUN_FILE).is_file():
+        return [root]
+    experiments = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        if RUN_FILE in filenames:
+            experiments.append(Path(dirpath))
+            dirnames.clear()  # trials live below; never walk into them
+        else:
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+    return experiments
+
+
+# --- Reading one experiment -------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    with path.open(encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _number(value: Any) -> float:
+    """A finite-or-NaN float; anything non-numeric is NaN."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _first(*values: Any) -> float:
+    for value in values:
+        number = _number(value)
+        if not math.isnan(number):
+            return number
+    return math.nan
+
+
+def _dotted(params: Mapping[str, Any], path: str) -> Any:
+    node: Any = params
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _cell(value: Any) -> Any:
+    """A hyperparameter value as a CSV cell: scalars as they are, containers as JSON."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return json.dumps(value, sort_keys=True)
+
+
+def _split(flat_key: str) -> tuple[str, ...]:
+    return tuple(flat_key.split("/"))
+
+
+@dataclass
+class _Experiment:
+    """What one ``run.json`` says, reduced to what the table needs."""
+
+    path: Path
+    info: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def stop(self) -> dict[str, Any]:
+        stop = self.info.get("stop")
+        return dict(stop) if isinstance(stop, Mapping) else {}
+
+    @property
+    def scheduler(self) -> dict[str, Any]:
+        scheduler = self.info.get("scheduler")
+        return dict(scheduler) if isinstance(scheduler, Mapping) else {}
+
+    def budget_env_steps(self) -> float:
+        """One trial's env-step budget: the smallest env-step stop criterion or ASHA max_t."""
+        from sweeps import keys
+
+        step_keys = {keys.flat(keys.ENV_STEPS), keys.flat(keys.ENV_STEPS_SAMPLED)}
+        budgets = [_number(v) for k, v in self.stop.items() if k in step_keys]
+        scheduler = self.scheduler
+        if scheduler.get("time_attr") in step_keys:
+            budgets.append(_number(scheduler.get("max_t")))
+        budgets = [b for b in budgets if not math.isnan(b)]
+        return min(budgets) if budgets else math.nan
+
+    def reached_budget(self, last: Mapping[str, Any]) -> bool:
+        """Whether a trial's last result met a stop criterion (Tune stops on any) or max_t."""
+        from sweeps import keys
+
+        criteria = dict(self.stop)
+        scheduler = self.scheduler
+        if scheduler.get("time_attr") and scheduler.get("max_t") is not None:
+            criteria.setdefault(scheduler["time_attr"], scheduler["max_t"])
+        for flat_key, limit in criteria.items():
+            value, limit = _number(keys.get(last, _split(flat_key))), _number(limit)
+            if not (math.isnan(value) or math.isnan(limit)) and value >= limit:
+                return True
+        return False
+
+    def columns(self) -> dict[str, Any]:
+        info = self.info
+        versions = info.get("versions") if isinstance(info.get("versions"), Mapping) else {}
+        machine = info.get("machine") if isinstance(info.get("machine"), Mapping) else {}
+        command = info.get("command")
+        if not command and isinstance(info.get("argv"), list):
+            command = shlex.join(str(a) for a in info["argv"])
+        targets = info.get("targets") if isinstance(info.get("targets"), list) else []
+        return {
+            "sweep": info.get("sweep") or self.name,
+            "kind": info.get("kind") or "",
+            "algo": info.get("algo") or "",
+            "env": info.get("env") or "",
+            "variant": info.get("variant") or "",
+            "experiment": self.name,
+            "metric": info.get("metric") or "",
+            "mode": info.get("mode") or "max",
+            "scheduler": self.scheduler.get("type") or "",
+            "time_attr": self.scheduler.get("time_attr") or "",
+            "max_t": _number(self.scheduler.get("max_t")),
+            "budget_env_steps": self.budget_env_steps(),
+            "stop": json.dumps(self.stop, sort_keys=True),
+            "optimum": _number(info.get("optimum")),
+            "targets": json.dumps([_number(t) for t in targets]),
+            "command": command or "",
+            "git_commit": info.get("git_commit") or "",
+            "ray_version": versions.get("ray") or "",
+            "torch_version": versions.get("torch") or "",
+            "python_version": versions.get("python") or "",
+            "cpus": _number(machine.get("cpus")),
+            "gpus": _number(machine.get("gpus")),
+            "cpu_model": machine.get("cpu_model") or "",
+            "platform": machine.get("platform") or "",
+            "started_at": info.get("started_at") or "",
+            "ended_at": info.get("ended_at") or "",
+            "run_status": info.get("status") or "",
+        }
+
+
+def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Valid result lines (dicts with a training_iteration) and the number of corrupt ones."""
+    results: list[dict[str, Any]] = []
+    corrupt = 0
+    with path.open(encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            try:
+                result = json.loads(line)
+            except json.JSONDecodeError:
+                corrupt += 1
+                continue
+            if not isinstance(result, dict) or math.isnan(
+                _number(result.get("training_iteration"))
+            ):
+                corrupt += 1
+                continue
+            results.append(result)
+    # A restored trial re-reports iterations: keep the last report of each.
+    by_iteration = {int(_number(r["training_iteration"])): r for r in results}
+    return [by_iteration[i] for i in sorted(by_iteration)], corrupt
+
+
+def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> dict[str, Any]:
+    from sweeps import keys
+
+    env_steps = _first(keys.get(result, keys.ENV_STEPS), keys.get(result, keys.ENV_STEPS_SAMPLED))
+    eval_time = _number(keys.get(result, keys.EVAL_TIME_S))
+    total_time = _number(keys.get(result, keys.TIME_TOTAL_S))
+    # Without the suite's clock, fall back to Tune's total minus the evaluation time it knows of.
+    train_time = _first(
+        keys.get(result, keys.TRAIN_TIME_S),
+        total_time - (0.0 if math.isnan(eval_time) else eval_time),
+    )
+    greedy = _first(keys.get(result, keys.GREEDY_RETURN), keys.get(result, keys.EVAL_RETURN_MEAN))
+    pct = _number(keys.get(result, keys.PCT_OF_OPTIMUM))
+    if math.isnan(pct) and optimum and not math.isnan(optimum):
+        pct = 100.0 * greedy / optimum
+    steps_per_s = _number(keys.get(result, keys.ENV_STEPS_PER_S))
+    if math.isnan(steps_per_s) and train_time > 0:
+        steps_per_s = env_steps / train_time
+    return {
+        "training_iteration": _number(result.get("training_iteration")),
+        "env_steps": env_steps,
+        "train_time_s": train_time,
+        "eval_time_s": eval_time,
+        "time_total_s": total_time,
+        "return_mean": _number(keys.get(result, keys.RETURN_MEAN)),
+        "return_min": _number(keys.get(result, keys.RETURN_MIN)),
+        "return_max": _number(keys.get(result, keys.RETURN_MAX)),
+        "greedy_return": greedy,
+        "pct_of_optimum": pct,
+        "env_steps_per_s": steps_per_s,
+        "metric_value": _number(keys.get(result, _split(metric))) if metric else math.nan,
+    }
+
+
+def _trial_dirs(exp_dir: Path) -> list[Path]:
+    return sorted(d for d in exp_dir.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
+
+
+def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
+    """Rows (one per trial and iteration) of one experiment folder; appends what it skipped."""
+    try:
+        info = _read_json(exp_dir / RUN_FILE)
+        if not isinstance(info, dict):
+            raise ValueError("not a JSON object")
+    except (OSError, ValueError) as err:
+        skipped.append(f"{exp_dir.name} (unreadable {RUN_FILE}: {err})")
+        return []
+    exp = _Experiment(exp_dir, info)
+    experiment_cols = exp.columns()
+    hyperparameters = [h for h in info.get("hyperparameters") or [] if isinstance(h, str)]
+    run_finished = experiment_cols["run_status"] in ("", "finished")
+
+    rows: list[dict[str, Any]] = []
+    trial_dirs = _trial_dirs(exp_dir)
+    if not trial_dirs:
+        skipped.append(f"{exp_dir.name} (no trial folders)")
+    for trial_dir in trial_dirs:
+        where = f"{exp_dir.name}/{trial_dir.name}"
+        if not any(trial_dir.iterdir()):
+            skipped.append(f"{where} (empty trial folder)")
+            continue
+        if not (trial_dir / PARAMS_FILE).is_file():
+            skipped.append(f"{where} (no {PARAMS_FILE})")
+            continue
+        try:
+            params = _read_json(trial_dir / PARAMS_FILE)
+            if not isinstance(params, dict):
+                raise ValueError("not a JSON object")
+        except (OSError, ValueError) as err:
+            skipped.append(f"{where} (unreadable {PARAMS_FILE}: {err})")
+            continue
+        if not (trial_dir / RESULT_FILE).is_file():
+            skipped.append(f"{where} (no {RESULT_FILE})")
+            continue
+        results, corrupt = _read_results(trial_dir / RESULT_FILE)
+        if corrupt:
+            skipped.append(f"{where}/{RESULT_FILE} ({corrupt} corrupt line(s))")
+        if not results:
+            skipped.append(f"{where} (no valid results)")
+            continue
+
+        if (trial_dir / ERROR_FILE).is_file():
+            status = ERRORED
+        elif exp.reached_budget(results[-1]):
+            status = COMPLETED
+        else:
+            status = STOPPED_EARLY if run_finished else INCOMPLETE
+        env_config = params.get("env_config") if isinstance(params.get("env_config"), dict) else {}
+        trial_cols = {
+            "trial_id": str(results[-1].get("trial_id") or trial_dir.name),
+            "seed": _number(params.get("seed")),
+            "num_env_runners": _number(params.get("num_env_runners")),
+            "tm_seed": _number(env_config.get("tm_seed")),
+            "trial_status": status,
+            **{HP_PREFIX + h: _cell(_dotted(params, h)) for h in hyperparameters},
+        }
+        for result in results:
+            row = _iteration_row(result, experiment_cols["metric"], experiment_cols["optimum"])
+            rows.append({**experiment_cols, **trial_cols, **row})
+    return rows
+
+
+# --- The table --------------------------------------------------------------------------------
+
+
+def column_order(columns: Iterable[str]) -> list[str]:
+    """The table's fixed column order; ``hp/*`` columns sorted between ids and iterations."""
+    hp = sorted(c for c in set(columns) if c.startswith(HP_PREFIX))
+    return ID_COLUMNS + hp + ITERATION_COLUMNS + TRIAL_COLUMNS + EXPERIMENT_COLUMNS
+
+
+def tidy(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fixed column order, dtypes and row order (so the CSV is byte-for-byte reproducible)."""
+    frame = frame.reindex(columns=column_order(frame.columns))
+    for col in INT_COLUMNS:
+        frame[col] = pd.to_numeric(frame[col], errors="coerce").round().astype("Int64")
+    for col in STR_COLUMNS:
+        frame[col] = frame[col].astype("str").where(frame[col].notna(), "")
+    for col in ITERATION_COLUMNS + ["max_t", "optimum"]:
+        if col not in INT_COLUMNS:
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
+    frame = frame.sort_values(SORT_COLUMNS, kind="stable", na_position="last")
+    return frame.reset_index(drop=True)
+
+
+def collect(paths: Sequence[str | os.PathLike[str]]) -> Collection:
+    """Read experiment folders (or parents of them) into the tidy table.
+
+    Raises ``UsageError`` for a path that does not exist or holds no experiment; broken trials and
+    lines are skipped and listed in ``Collection.skipped``. The table may be empty.
+    """
+    skipped: list[str] = []
+    rows: list[dict[str, Any]] = []
+    for exp_dir in find_experiments(paths):
+        rows.extend(read_experiment(exp_dir, skipped))
+    frame = pd.DataFrame(rows, columns=None if rows else column_order([]))
+    return Collection(tidy(frame), skipped)
+
+
+def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
+    """Write the table (atomically: a half-written runs.csv is never left behind)."""
+    tmp = path.with_name(path.name + ".tmp")
+    runs.to_csv(tmp, index=False, lineterminator="\n")
+    os.replace(tmp, path)
+
+
+def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a table written by ``write_runs_csv`` back with the same dtypes."""
+    frame = pd.read_csv(path, dtype={c: "str" for c in STR_COLUMNS}, keep_default_na=True)
+    missing = [c for c in ID_COLUMNS + ITERATION_COLUMNS if c not in frame.columns]
+    if missing:
+        raise UsageError(f"{path}: not a runs table written by analysis (missing {missing[0]!r})")
+    return tidy(frame)
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written."""
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{path}: not writable")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{path}: cannot be created ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: not writable ({parent} is not writable)")
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "run_dirs",
+        nargs="+",
+        metavar="RUN_DIR",
+        help="Tune experiment folder (with run.json), or a folder containing several",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="CSV file to write (e.g. results/cabs/runs.csv); a folder gets runs.csv inside it",
+    )
+
+
+def csv_target(out: str) -> Path:
+    path = Path(out)
+    return path if path.suffix == ".csv" else path / RUNS_CSV
+
+
+def run(args: argparse.Namespace) -> int:
+    out = csv_target(args.out)
+    if out.is_dir():
+        raise UsageError(f"{out}: is a directory")
+    check_writable(out)
+    collection = collect(args.run_dirs)
+    if collection.warning():
+        print(collection.warning(), file=sys.stderr)
+    if collection.runs.empty:
+        raise UsageError("no valid trial results in " + ", ".join(map(str, args.run_dirs)))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_runs_csv(collection.runs, out)
+    n_trials = collection.runs.groupby(["experiment", "trial_id"]).ngroups
+    print(f"wrote {out}: {len(collection.runs)} rows, {n_trials} trials")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis collect", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except UsageError as err:
+        print(f"{parser.prog}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

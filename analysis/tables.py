@@ -1,0 +1,410 @@
+"""Tables over the tidy runs table (``analysis.collect``): pure functions, DataFrame in and out.
+
+Vocabulary:
+
+* a *trial* is one (experiment, trial_id); its *final* value of a column is its last non-NaN one;
+* a *configuration* is what is compared across algorithms: in a benchmark, every seed of one
+  algorithm at one ``num_env_runners`` (benchmark folders that agree on both are pooled); in a
+  sweep, the single best trial by the final search metric (Tune's ``get_best_result`` rule);
+* *time to reward*: the first training wall-clock (evaluation excluded) and env-step count at
+  which a signal (training return mean, or greedy evaluation return) reaches a target. A seed that
+  never does is "not reached within budget": counted and shown, never dropped. Medians and spreads
+  are over the seeds that reached it, always next to the count.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.collect import COMPLETED, ERRORED, HP_PREFIX, INCOMPLETE, STOPPED_EARLY
+
+TRIAL_KEY = ["experiment", "trial_id"]
+CONFIG_KEY = ["env", "variant", "config"]
+SIGNALS = {"return_mean": "training return", "greedy_return": "greedy evaluation return"}
+BASELINE_ALGO = "dqn"
+
+
+def _final(series: pd.Series) -> float:
+    values = series.dropna()
+    return float(values.iloc[-1]) if len(values) else math.nan
+
+
+def runners(n: float) -> float:
+    """Samplers at work: 0 env runners means sampling on the local runner, i.e. one."""
+    return max(float(n), 1.0) if not pd.isna(n) else math.nan
+
+
+# --- Trials and configurations ----------------------------------------------------------------
+
+
+def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per trial: identity, hyperparameters, final values, status."""
+    hp = [c for c in runs.columns if c.startswith(HP_PREFIX)]
+    first = ["sweep", "kind", "algo", "env", "variant", "seed", "num_env_runners", "tm_seed"]
+    first += hp + ["trial_status", "mode", "metric", "budget_env_steps", "optimum", "targets"]
+    rows = []
+    for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
+        g = g.sort_values("training_iteration")
+        row = {"experiment": experiment, "trial_id": trial_id}
+        row.update({c: g[c].iloc[0] for c in first if c in g})
+        row.update(
+            iterations=int(g["training_iteration"].max()),
+            env_steps=g["env_steps"].max(),
+            train_time_s=g["train_time_s"].max(),
+            time_total_s=g["time_total_s"].max(),
+            final_return=_final(g["return_mean"]),
+            final_greedy=_final(g["greedy_return"]),
+            final_pct_of_optimum=_final(g["pct_of_optimum"]),
+            final_metric=_final(g["metric_value"]),
+            env_steps_per_s=_final(g["env_steps_per_s"]),
+        )
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep experiment, the trial with the best final search metric (ties: first trial id)."""
+    best = []
+    for _, g in trials[trials["kind"] == "sweep"].groupby("experiment", sort=True):
+        g = g.dropna(subset=["final_metric"]).sort_values("trial_id", kind="stable")
+        if g.empty:
+            continue
+        ascending = g["mode"].iloc[0] == "min"
+        best.append(g.sort_values("final_metric", ascending=ascending, kind="stable").iloc[[0]])
+    return pd.concat(best) if best else trials.iloc[0:0]
+
+
+def config_label(kind: str, algo: str, num_env_runners: float, experiment: str) -> str:
+    if kind == "sweep":
+        return f"{algo} · best of {experiment}"
+    n = "?" if pd.isna(num_env_runners) else int(num_env_runners)
+    return f"{algo} · {n} runner{'' if n == 1 else 's'}"
+
+
+def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows compared across algorithms (benchmarks: every seed; sweeps: the best trial),
+    with a ``config`` column naming the configuration."""
+    trials = trial_summary(runs)
+    if trials.empty:
+        return runs.assign(config=pd.Series(dtype="str")).iloc[0:0]
+    chosen = pd.concat([trials[trials["kind"] != "sweep"], best_trials(trials)])
+    chosen = chosen.assign(
+        config=[
+            config_label(k, a, n, e)
+            for k, a, n, e in zip(
+                chosen["kind"],
+                chosen["algo"],
+                chosen["num_env_runners"],
+                chosen["experiment"],
+                strict=True,
+            )
+        ]
+    )
+    selected = runs.merge(chosen[TRIAL_KEY + ["config"]], on=TRIAL_KEY, how="inner")
+    return selected.sort_values(
+        ["env", "variant", "algo", "kind", "num_env_runners", "config", "experiment", "trial_id"]
+        + ["training_iteration"],
+        kind="stable",
+    ).reset_index(drop=True)
+
+
+def configurations(selected: pd.DataFrame) -> pd.DataFrame:
+    """One row per configuration (in report order) with its seeds and final values."""
+    trials = trial_summary(selected).merge(
+        selected[TRIAL_KEY + ["config"]].drop_duplicates(), on=TRIAL_KEY
+    )
+    rows = []
+    for (env, variant, config), g in trials.groupby(CONFIG_KEY, sort=False):
+        rows.append(
+            {
+                "env": env,
+                "variant": variant,
+                "config": config,
+                "algo": g["algo"].iloc[0],
+                "kind": g["kind"].iloc[0],
+                "num_env_runners": g["num_env_runners"].iloc[0],
+                "seeds": len(g),
+                "final_return": _spread(g["final_return"]),
+                "final_greedy": _spread(g["final_greedy"]),
+                "final_pct_of_optimum": _spread(g["final_pct_of_optimum"]),
+                "env_steps": _spread(g["env_steps"]),
+                "train_time_s": _spread(g["train_time_s"]),
+                "env_steps_per_s": _spread(g["env_steps_per_s"]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _spread(values: pd.Series) -> tuple[float, float, float]:
+    """(median, min, max) of the non-NaN values; NaNs when there are none."""
+    v = values.dropna().astype(float)
+    if v.empty:
+        return (math.nan, math.nan, math.nan)
+    return (float(v.median()), float(v.min()), float(v.max()))
+
+
+# --- Time to reward ---------------------------------------------------------------------------
+
+
+def targets_of(frame: pd.DataFrame) -> list[float]:
+    """The reward targets named in the table (run.json "targets"), sorted."""
+    found: set[float] = set()
+    for text in frame["targets"].dropna().unique():
+        found.update(float(t) for t in json.loads(text) if not math.isnan(float(t)))
+    return sorted(found)
+
+
+def time_to_target(selected: pd.DataFrame, signals: Sequence[str] = tuple(SIGNALS)) -> pd.DataFrame:
+    """Per trial, signal and target: whether and when (train_time_s, env_steps) it was reached.
+
+    ``budget_*`` columns hold how far the trial ran (what "not reached within budget" means).
+    """
+    rows = []
+    group_cols = CONFIG_KEY + ["algo", "kind", "num_env_runners"] + TRIAL_KEY
+    for keys, g in selected.groupby(group_cols, sort=False, dropna=False):
+        ident = dict(zip(group_cols, keys, strict=True))
+        g = g.sort_values("training_iteration")
+        targets = json.loads(g["targets"].iloc[0]) if g["targets"].iloc[0] else []
+        for signal in signals:
+            for target in targets:
+                hit = g[g[signal] >= target]
+                reached = not hit.empty
+                rows.append(
+                    {
+                        **ident,
+                        "seed": g["seed"].iloc[0],
+                        "signal": signal,
+                        "target": float(target),
+                        "reached": reached,
+                        "train_time_s": hit["train_time_s"].iloc[0] if reached else math.nan,
+                        "env_steps": hit["env_steps"].iloc[0] if reached else math.nan,
+                        "budget_train_time_s": g["train_time_s"].max(),
+                        "budget_env_steps": g["env_steps"].max(),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration, signal and target: seeds, seeds that reached it, and median / min / max
+    of time and env steps over the seeds that reached it (NaN when none did)."""
+    cols = CONFIG_KEY + ["algo", "kind", "num_env_runners", "signal", "target"]
+    rows = []
+    for keys, g in ttt.groupby(cols, sort=False, dropna=False):
+        reached = g[g["reached"]]
+        time_med, time_min, time_max = _spread(reached["train_time_s"])
+        steps_med, steps_min, steps_max = _spread(reached["env_steps"])
+        rows.append(
+            {
+                **dict(zip(cols, keys, strict=True)),
+                "seeds": len(g),
+                "reached": len(reached),
+                "time_median_s": time_med,
+                "time_min_s": time_min,
+                "time_max_s": time_max,
+                "steps_median": steps_med,
+                "steps_min": steps_min,
+                "steps_max": steps_max,
+                "budget_train_time_s": g["budget_train_time_s"].max(),
+                "budget_env_steps": g["budget_env_steps"].max(),
+            }
+        )
+    return pd.DataFrame(rows, columns=cols + ["seeds", "reached"] if not rows else None)
+
+
+# --- Speedup ----------------------------------------------------------------------------------
+
+
+def baseline_config(summary: pd.DataFrame) -> str | None:
+    """The single-runner DQN configuration (fewest runners, at most 1; benchmarks first)."""
+    dqn = summary[(summary["algo"] == BASELINE_ALGO) & (summary["num_env_runners"] <= 1)]
+    if dqn.empty:
+        return None
+    dqn = dqn.assign(_sweep=dqn["kind"] == "sweep").sort_values(
+        ["num_env_runners", "_sweep", "config"], kind="stable"
+    )
+    return str(dqn["config"].iloc[0])
+
+
+def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
+    """Each configuration against the single-runner DQN baseline of its env/variant.
+
+    ``speedup`` = baseline median time-to-target / configuration median time-to-target (training
+    wall-clock); ``steps_ratio`` the same for env steps (> 1: fewer samples than the baseline).
+    Medians are over the seeds that reached the target; ``note`` says when that is not all of them
+    or when either side never reached it (speedup is then NaN).
+    """
+    rows = []
+    for (env, variant), env_summary in summary.groupby(["env", "variant"], sort=False):
+        base = baseline_config(env_summary)
+        if base is None:
+            continue
+        baseline = env_summary[env_summary["config"] == base].set_index(["signal", "target"])
+        for _, r in env_summary.iterrows():
+            key = (r["signal"], r["target"])
+            if key not in baseline.index:
+                continue
+            b = baseline.loc[key]
+            if r["reached"] == 0:
+                note = "not reached"
+            elif b["reached"] == 0:
+                note = "baseline not reached"
+            elif r["reached"] < r["seeds"] or b["reached"] < b["seeds"]:
+                note = (
+                    f"partial: {int(r['reached'])}/{int(r['seeds'])} vs "
+                    f"baseline {int(b['reached'])}/{int(b['seeds'])} reached"
+                )
+            else:
+                note = ""
+            both = r["reached"] > 0 and b["reached"] > 0
+            rows.append(
+                {
+                    "env": env,
+                    "variant": variant,
+                    "config": r["config"],
+                    "algo": r["algo"],
+                    "num_env_runners": r["num_env_runners"],
+                    "baseline": base,
+                    "signal": r["signal"],
+                    "target": r["target"],
+                    "time_median_s": r["time_median_s"],
+                    "baseline_time_median_s": b["time_median_s"],
+                    "speedup": b["time_median_s"] / r["time_median_s"] if both else math.nan,
+                    "steps_ratio": b["steps_median"] / r["steps_median"] if both else math.nan,
+                    "note": note,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
+    """Benchmark throughput (final env steps/s, median over seeds) against ``num_env_runners``.
+
+    speedup = steps/s at n / steps/s at the fewest runners n_min; parallel efficiency =
+    speedup / (n / n_min), counting 0 runners as 1 (the local runner samples).
+    Only algorithms benchmarked at two or more runner counts appear.
+    """
+    bench = selected[selected["kind"] == "benchmark"]
+    trials = trial_summary(bench)
+    rows = []
+    for (env, variant, algo), g in trials.groupby(["env", "variant", "algo"], sort=True):
+        counts = sorted(g["num_env_runners"].dropna().unique())
+        if len(counts) < 2:
+            continue
+        n_min = counts[0]
+        per_n = {n: g[g["num_env_runners"] == n] for n in counts}
+        base = _spread(per_n[n_min]["env_steps_per_s"])[0]
+        for n in counts:
+            med, lo, hi = _spread(per_n[n]["env_steps_per_s"])
+            speedup = med / base
+            rows.append(
+                {
+                    "env": env,
+                    "variant": variant,
+                    "algo": algo,
+                    "num_env_runners": int(n),
+                    "seeds": len(per_n[n]),
+                    "steps_per_s_median": med,
+                    "steps_per_s_min": lo,
+                    "steps_per_s_max": hi,
+                    "speedup": speedup,
+                    "efficiency": speedup / (runners(n) / runners(n_min)),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
+    """Benchmark time-to-target against ``num_env_runners``: speedup = median time at n_min /
+    median time at n, efficiency = speedup / (n / n_min) (0 runners counted as 1)."""
+    bench = summary[summary["kind"] == "benchmark"]
+    rows = []
+    group = ["env", "variant", "algo", "signal", "target"]
+    for keys, g in bench.groupby(group, sort=False):
+        g = g.sort_values("num_env_runners")
+        if g["num_env_runners"].nunique() < 2:
+            continue
+        first = g.iloc[0]
+        for _, r in g.iterrows():
+            both = r["reached"] > 0 and first["reached"] > 0
+            speedup = first["time_median_s"] / r["time_median_s"] if both else math.nan
+            rows.append(
+                {
+                    **dict(zip(group, keys, strict=True)),
+                    "num_env_runners": int(r["num_env_runners"]),
+                    "seeds": int(r["seeds"]),
+                    "reached": int(r["reached"]),
+                    "time_median_s": r["time_median_s"],
+                    "speedup": speedup,
+                    "efficiency": speedup
+                    / (runners(r["num_env_runners"]) / runners(first["num_env_runners"])),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --- ASHA -------------------------------------------------------------------------------------
+
+
+def asha_savings(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per sweep: env steps spent vs. every trial run to its full budget, and the best trial's fate.
+
+    spent = sum over trials of the env steps each sampled; full = trials x per-trial budget
+    (``budget_env_steps``: the env-step stop criterion / ASHA max_t); saving = 1 - spent / full.
+    The best trial "survived" when it ran to its budget (status completed).
+    """
+    trials = trial_summary(runs[runs["kind"] == "sweep"])
+    if trials.empty:
+        return pd.DataFrame()
+    best = best_trials(trials).set_index("experiment")
+    scheduler = runs.drop_duplicates("experiment").set_index("experiment")["scheduler"]
+    rows = []
+    for experiment, g in trials.groupby("experiment", sort=True):
+        budget = float(g["budget_env_steps"].iloc[0]) if g["budget_env_steps"].notna().any() else 0
+        spent = float(g["env_steps"].sum())
+        full = len(g) * budget if budget else math.nan
+        status = g["trial_status"].value_counts()
+        b = best.loc[experiment] if experiment in best.index else None
+        rows.append(
+            {
+                "env": g["env"].iloc[0],
+                "variant": g["variant"].iloc[0],
+                "experiment": experiment,
+                "algo": g["algo"].iloc[0],
+                "scheduler": scheduler.get(experiment, ""),
+                "trials": len(g),
+                COMPLETED: int(status.get(COMPLETED, 0)),
+                STOPPED_EARLY: int(status.get(STOPPED_EARLY, 0)),
+                ERRORED: int(status.get(ERRORED, 0)),
+                INCOMPLETE: int(status.get(INCOMPLETE, 0)),
+                "budget_env_steps": budget or math.nan,
+                "spent_env_steps": spent,
+                "full_env_steps": full,
+                "saving_pct": 100.0 * (1.0 - spent / full) if full else math.nan,
+                "best_trial": "" if b is None else b["trial_id"],
+                "best_metric": math.nan if b is None else b["final_metric"],
+                "best_status": "" if b is None else b["trial_status"],
+                "best_survived": False if b is None else b["trial_status"] == COMPLETED,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def sweep_trials(runs: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """All trials of one sweep ranked by final search metric (best first; NaN last)."""
+    trials = trial_summary(runs[runs["experiment"] == experiment])
+    if trials.empty:
+        return trials
+    ascending = trials["mode"].iloc[0] == "min"
+    trials = trials.sort_values("trial_id", kind="stable").sort_values(
+        "final_metric", ascending=ascending, kind="stable", na_position="last"
+    )
+    hp = [c for c in trials.columns if c.startswith(HP_PREFIX) and trials[c].notna().any()]
+    trials.insert(0, "rank", np.arange(1, len(trials) + 1))
+    cols = ["rank", "trial_id", "seed", *hp, "final_metric", "final_greedy", "env_steps"]
+    return trials[cols + ["train_time_s", "trial_status"]].reset_index(drop=True)
