@@ -38,7 +38,7 @@ HP_PREFIX = "hp/"
 COMPLETED = "completed"  # reached a stop criterion (or the scheduler's max_t)
 STOPPED_EARLY = "stopped_early"  # ended below budget without error: stopped by the scheduler
 ERRORED = "errored"  # error.txt exists
-INCOMPLETE = "incomplete"  # below budget in an experiment that did not finish (running/killed)
+INCOMPLETE = "incomplete"  # below budget in an experiment still running or interrupted
 
 # Column order of the tidy table; hyperparameter columns (``hp/<dotted path>``, sorted) go between
 # the identity columns and the per-iteration columns.
@@ -217,11 +217,12 @@ def _first(*values: Any) -> float:
 
 
 def _dotted(params: Mapping[str, Any], path: str) -> Any:
+    """A dotted hyperparameter of params.json (RLlib stores some config keys as ``_<name>``)."""
     node: Any = params
     for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
+        if not isinstance(node, Mapping):
             return None
-        node = node[part]
+        node = node[part] if part in node else node.get(f"_{part}")
     return node
 
 
@@ -396,7 +397,9 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
     exp = _Experiment(exp_dir, info)
     experiment_cols = exp.columns()
     hyperparameters = [h for h in info.get("hyperparameters") or [] if isinstance(h, str)]
-    run_finished = experiment_cols["run_status"] in ("", "finished")
+    # "failed" means Tune ran to the end but some trial errored; "running" / "interrupted" mean
+    # a trial below budget may simply not have got further.
+    run_ended = experiment_cols["run_status"] in ("", "finished", "failed")
 
     rows: list[dict[str, Any]] = []
     trial_dirs = _trial_dirs(exp_dir)
@@ -432,7 +435,7 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
         elif exp.reached_budget(results[-1]):
             status = COMPLETED
         else:
-            status = STOPPED_EARLY if run_finished else INCOMPLETE
+            status = STOPPED_EARLY if run_ended else INCOMPLETE
         env_config = params.get("env_config") if isinstance(params.get("env_config"), dict) else {}
         trial_cols = {
             "trial_id": str(results[-1].get("trial_id") or trial_dir.name),

@@ -442,6 +442,15 @@ def render_report(
 
         configs = tables.configurations(sel)
         lines += _performance_section(configs, refs)
+        unscored = sorted(
+            set(part.loc[part["kind"] == "sweep", "experiment"]) - set(sel["experiment"])
+        )
+        if unscored:
+            lines += [
+                "Sweeps without a best trial (no trial reported a finite final search metric), "
+                f"left out of the comparisons: {', '.join(unscored)}.",
+                "",
+            ]
 
         ttt = tables.time_to_target(sel)
         summary = tables.summarize_time_to_target(ttt) if not ttt.empty else pd.DataFrame()

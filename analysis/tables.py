@@ -47,11 +47,14 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     hp = [c for c in runs.columns if c.startswith(HP_PREFIX)]
     first = ["sweep", "kind", "algo", "env", "variant", "seed", "num_env_runners", "tm_seed"]
     first += hp + ["trial_status", "mode", "metric", "budget_env_steps", "optimum", "targets"]
+    first = [c for c in first if c in runs.columns]
+    finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
+    finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
         row = {"experiment": experiment, "trial_id": trial_id}
-        row.update({c: g[c].iloc[0] for c in first if c in g})
+        row.update({c: g[c].iloc[0] for c in first})
         row.update(
             iterations=int(g["training_iteration"].max()),
             env_steps=g["env_steps"].max(),
@@ -64,7 +67,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
             env_steps_per_s=_final(g["env_steps_per_s"]),
         )
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
 
 
 def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
