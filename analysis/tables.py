@@ -140,7 +140,10 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "env_steps_per_s": _spread(g["env_steps_per_s"]),
             }
         )
-    return pd.DataFrame(rows)
+    if not rows:
+        return pd.DataFrame(rows)
+    order = ["env", "variant", "algo", "kind", "num_env_runners", "config"]
+    return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
 def _spread(values: pd.Series) -> tuple[float, float, float]:
