@@ -684,9 +684,12 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
 
 
 def _dotted(config: dict, path: str) -> Any:
+    """A dotted hyperparameter from a config dict (RLlib stores some as ``_<name>``)."""
     node: Any = config
     for part in path.split("."):
-        node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            return None
+        node = node[part] if part in node else node.get(f"_{part}")
     return node
 
 

@@ -66,9 +66,12 @@ def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> Alg
 
     config = _common(config, args).environment(PONG, env_config={}, clip_rewards=True)
     model_config = DefaultModelConfig(
-        conv_filters=[[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
-        conv_activation="relu",
-        head_fcnet_hiddens=[256],
-        **model,
+        **{
+            "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
+            "conv_activation": "relu",
+            "head_fcnet_hiddens": [256],
+            "vf_share_layers": True,
+            **model,
+        }
     )
     return config.rl_module(model_config=model_config)
