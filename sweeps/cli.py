@@ -1,0 +1,230 @@
+"""The one shared argument parser: kebab-case flags with help text; sweeps change defaults only.
+
+Validation happens here, before Ray starts and before any folder is created: bad input gets one
+clear line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sweeps.placement import UsageError
+
+if TYPE_CHECKING:
+    from sweeps.runner import Sweep
+
+# Flags whose values a sweep may override; every sweep shares this parser.
+SHARED_DEFAULTS: dict[str, Any] = {
+    "num_samples": 8,
+    "max_concurrent_trials": 0,
+    "stop_timesteps": 50_000,
+    "stop_reward": None,
+    "time_budget_s": None,
+    "storage_path": "runs",
+    "name": None,
+    "seed": 0,
+    "search": "optuna",
+    "scheduler": "asha",
+    "grace_period": 10_000,
+    "reduction_factor": 3,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 1,
+    "num_gpus_per_learner": None,
+    "num_learners": 0,
+    "eval_interval": 1,
+    "eval_episodes": 5,
+    "checkpoint_freq": 0,
+    "max_failures": 2,
+    "address": None,
+    "variant": "base",
+    "tm_seed": 0,
+    "progress_interval_s": 20.0,
+    "verbose": False,
+}
+
+# --smoke: same code path, tiny budget (one or two trials, a few hundred env steps).
+SMOKE_DEFAULTS: dict[str, Any] = {
+    "num_samples": 2,
+    "stop_timesteps": 400,
+    "grace_period": 200,
+    "time_budget_s": 240.0,
+    "progress_interval_s": 5.0,
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2 (argparse prints usage too by default)
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _count(min_value: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < min_value:
+            raise argparse.ArgumentTypeError(f"must be >= {min_value}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {min_value}"
+    return parse
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return value
+
+
+def _gpus(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GPUs, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
+    """The shared parser: kebab-case flags with help text; a sweep changes defaults only."""
+    p = _Parser(
+        prog=f"python sweeps/{sweep.name}.py",
+        description=sweep.description or f"{sweep.algo} sweep on {sweep.env}",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s = p.add_argument_group("search")
+    s.add_argument("--num-samples", type=_count(1), help="trials to sample")
+    s.add_argument(
+        "--max-concurrent-trials",
+        type=_count(0),
+        help="trials running at once (0: as many as the cluster's resources hold)",
+    )
+    s.add_argument("--search", choices=["optuna", "random"], help="Optuna TPE or random sampling")
+    s.add_argument("--scheduler", choices=["asha", "fifo"], help="ASHA early stopping or none")
+    s.add_argument(
+        "--grace-period", type=_count(1), help="ASHA: env steps before a trial can be stopped"
+    )
+    s.add_argument("--reduction-factor", type=_count(2), help="ASHA: keep 1/this per rung")
+    s.add_argument("--seed", type=_count(0), help="seeds the searcher and every trial")
+
+    b = p.add_argument_group("budget")
+    b.add_argument("--stop-timesteps", type=_count(1), help="env steps sampled per trial")
+    b.add_argument(
+        "--stop-reward",
+        type=_finite_float,
+        help="stop a trial once its return reaches this (greedy return on cabs)",
+    )
+    b.add_argument("--time-budget-s", type=_positive_float, help="wall-clock budget of the sweep")
+    b.add_argument(
+        "--as-test",
+        action="store_true",
+        help="exit non-zero unless some trial reached --stop-reward",
+    )
+    b.add_argument(
+        "--smoke", action="store_true", help="same code path, tiny budget (a few hundred steps)"
+    )
+
+    r = p.add_argument_group("resources")
+    r.add_argument("--num-env-runners", type=_count(0), help="CPU env runners per trial")
+    r.add_argument("--num-envs-per-env-runner", type=_count(1), help="vectorised envs per runner")
+    r.add_argument(
+        "--num-gpus-per-learner",
+        type=_gpus,
+        help="GPUs per learner (default: 1 when the cluster has a GPU, else 0)",
+    )
+    r.add_argument("--num-learners", type=_count(0), help="remote learners (0: in the trial)")
+    r.add_argument(
+        "--address", help="existing Ray cluster to run on (e.g. auto); default: start a local Ray"
+    )
+
+    o = p.add_argument_group("output")
+    o.add_argument("--storage-path", help="where sweep folders are written")
+    o.add_argument("--name", help="sweep folder name (default: <sweep>-<date>-<time>)")
+    o.add_argument("--eval-interval", type=_count(1), help="greedy evaluation every N iterations")
+    o.add_argument("--eval-episodes", type=_count(1), help="episodes per greedy evaluation")
+    o.add_argument("--checkpoint-freq", type=_count(0), help="checkpoint every N iterations")
+    o.add_argument("--max-failures", type=_count(0), help="retries of a failing trial")
+    o.add_argument("--verbose", action="store_true", help="show the trial processes' own logs")
+    o.add_argument(
+        "--progress-interval-s", type=_positive_float, help="seconds between progress tables"
+    )
+
+    if sweep.env == "cabs":
+        c = p.add_argument_group("cab env")
+        c.add_argument(
+            "--variant",
+            choices=["base", "requests"],
+            help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
+        )
+        c.add_argument("--tm-seed", type=_count(0), help="seed of the city's travel-time matrix")
+
+    p.set_defaults(**{**SHARED_DEFAULTS, **sweep.defaults})
+    return p
+
+
+def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = build_parser(sweep)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        explicit = _explicit_flags(parser, argv)
+        for key, value in {**SMOKE_DEFAULTS, **sweep.smoke}.items():
+            if key not in explicit:
+                setattr(args, key, value)
+    if args.as_test and args.stop_reward is None:
+        parser.error("--as-test needs --stop-reward")
+    if args.name is None:
+        args.name = f"{sweep.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    if os.sep in args.name or args.name in {".", ".."}:
+        parser.error(f"--name must be a plain folder name, got {args.name!r}")
+    try:
+        _check_storage(Path(args.storage_path), args.name)
+    except UsageError as e:
+        parser.error(str(e))
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    return args
+
+
+def _explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
+    """Destinations the user set on the command line (they win over --smoke's budget)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    explicit = set()
+    for action in parser._actions:
+        if any(a == opt or a.startswith(opt + "=") for a in argv for opt in action.option_strings):
+            explicit.add(action.dest)
+    return explicit
+
+
+def _check_storage(storage: Path, name: str) -> None:
+    target = storage.expanduser().resolve() / name
+    if target.exists():
+        raise UsageError(
+            f"{target} already exists; choose another --name, or continue it with --resume {target}"
+        )
+    existing = storage.expanduser().resolve()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--storage-path {storage} cannot be written")
