@@ -133,15 +133,14 @@ class ProgressCallback(Callback):
 
     COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "steps/s")
 
-    def __init__(self, interval_s: float = 20.0, stream=None) -> None:
+    def __init__(self, interval_s: float = 20.0) -> None:
         self._interval_s = interval_s
-        self._stream = stream or sys.stdout
         self._last_print = 0.0
         self._last: dict[str, dict] = {}
         self._trials: dict[str, Trial] = {}
 
     def _print(self, text: str) -> None:
-        print(text, file=self._stream, flush=True)
+        print(text, file=sys.stdout, flush=True)  # not stored: Tune pickles callbacks
 
     def table(self) -> str:
         rows = [self.COLUMNS]
