@@ -34,6 +34,9 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
         lr=0.0005,
         vf_loss_coeff=1.0,
         entropy_coeff=0.01,
+        # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0
+        # made it call training_step ~11,000 times per iteration, stealing the runner's core).
+        timeout_s_sampler_manager=0.05,
         broadcast_interval=5,
         circular_buffer_num_batches=4,
         circular_buffer_iterations_per_batch=2,

@@ -38,6 +38,9 @@ def make_config(args: argparse.Namespace) -> IMPALAConfig:
         entropy_coeff=0.01,
         vf_loss_coeff=0.5,
         grad_clip=40.0,
+        # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0
+        # made it call training_step ~11,000 times per iteration, stealing the runner's core).
+        timeout_s_sampler_manager=0.05,
         broadcast_interval=1,
     )
     config.env_runners(rollout_fragment_length=32)
