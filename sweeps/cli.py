@@ -46,6 +46,8 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "variant": "base",
     "tm_seed": 0,
     "progress_interval_s": 20.0,
+    "benchmark_seeds": None,
+    "iteration_s": None,
     "verbose": False,
 }
 
@@ -129,6 +131,12 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     )
     s.add_argument("--reduction-factor", type=_count(2), help="ASHA: keep 1/this per rung")
     s.add_argument("--seed", type=_count(0), help="seeds the searcher and every trial")
+    s.add_argument(
+        "--benchmark-seeds",
+        type=_count(1),
+        help="benchmark mode: no search; run the tuned defaults once per seed "
+        "(--seed, --seed+1, ...) with FIFO scheduling",
+    )
 
     b = p.add_argument_group("budget")
     b.add_argument("--stop-timesteps", type=_count(1), help="env steps sampled per trial")
@@ -165,6 +173,12 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     o.add_argument("--name", help="sweep folder name (default: <sweep>-<date>-<time>)")
     o.add_argument("--eval-interval", type=_count(1), help="greedy evaluation every N iterations")
     o.add_argument("--eval-episodes", type=_count(1), help="episodes per greedy evaluation")
+    o.add_argument(
+        "--iteration-s",
+        type=_positive_float,
+        help="minimum wall-clock per training iteration (the resolution of time-to-reward); "
+        "default: the algorithm's own",
+    )
     o.add_argument("--checkpoint-freq", type=_count(0), help="checkpoint every N iterations")
     o.add_argument("--max-failures", type=_count(0), help="retries of a failing trial")
     o.add_argument("--verbose", action="store_true", help="show the trial processes' own logs")

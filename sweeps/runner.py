@@ -79,7 +79,8 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     import optuna
     import ray
     from ray import tune
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+    from ray.tune.schedulers import FIFOScheduler
+    from ray.tune.search import BasicVariantGenerator
     from ray.tune.search.optuna import OptunaSearch
 
     from envs import register_envs
@@ -103,6 +104,10 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     if sweep.setup is not None:
         sweep.setup()
 
+    if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
+        config.reporting(
+            min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
+        )
     if args.num_gpus_per_learner is None:
         has_gpu = ray.cluster_resources().get("GPU", 0) > 0
         config.learners(num_gpus_per_learner=1 if has_gpu else 0)
@@ -112,7 +117,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
         return 2
-    print(plan.describe(args.num_samples), flush=True)
+    print(plan.describe(args.benchmark_seeds or args.num_samples), flush=True)
 
     optimum = None
     if sweep.env == "cabs":
@@ -125,30 +130,23 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     stop_key = keys.flat(_stop_key(sweep))
     experiment = Path(args.storage_path).expanduser().resolve() / args.name
 
-    sampler = (
-        optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
-        if args.search == "optuna"
-        else optuna.samplers.RandomSampler(seed=args.seed)
-    )
-    searcher = OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
-    if args.scheduler == "asha":
-        scheduler = ASHAScheduler(
-            time_attr=env_steps,
-            metric=metric,
-            mode="max",
-            max_t=args.stop_timesteps,
-            grace_period=min(args.grace_period, args.stop_timesteps),
-            reduction_factor=args.reduction_factor,
-        )
-        scheduler_info = {
-            "type": "asha",
-            "time_attr": env_steps,
-            "max_t": args.stop_timesteps,
-            "grace_period": min(args.grace_period, args.stop_timesteps),
-            "reduction_factor": args.reduction_factor,
-        }
-    else:
+    param_space = config.to_dict()
+    if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
+        seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
+        param_space["seed"] = tune.grid_search(seeds)
+        searcher, num_samples = BasicVariantGenerator(), 1
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
+    else:
+        sampler = (
+            optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
+            if args.search == "optuna"
+            else optuna.samplers.RandomSampler(seed=args.seed)
+        )
+        searcher = OptunaSearch(
+            space=sweep.sample_params, metric=metric, mode="max", sampler=sampler
+        )
+        num_samples = args.num_samples
+        scheduler, scheduler_info = _scheduler(args, metric, env_steps)
 
     stop_reward = args.stop_reward
 
@@ -167,7 +165,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         "env": sweep.env,
         "variant": args.variant if sweep.env == "cabs" else None,
         "env_id": config.env,
-        "kind": "sweep",
+        "kind": "benchmark" if args.benchmark_seeds else "sweep",
         "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
         "argv": args.argv,
         "args": {k: v for k, v in vars(args).items() if k != "argv"},
@@ -193,11 +191,11 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
 
     tuner = tune.Tuner(
         algo_cls,
-        param_space=config.to_dict(),
+        param_space=param_space,
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             scheduler=scheduler,
-            num_samples=args.num_samples,
+            num_samples=num_samples,
             max_concurrent_trials=plan.concurrent,
             time_budget_s=args.time_budget_s,
             reuse_actors=False,
@@ -235,6 +233,26 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, previous)
 
     return _finish(sweep, args, results, record, record_path, experiment, interrupted["flag"])
+
+
+def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if args.scheduler == "fifo":
+        return FIFOScheduler(), {"type": "fifo"}
+    info = {
+        "type": "asha",
+        "time_attr": env_steps,
+        "max_t": args.stop_timesteps,
+        "grace_period": min(args.grace_period, args.stop_timesteps),
+        "reduction_factor": args.reduction_factor,
+    }
+    scheduler = ASHAScheduler(
+        metric=metric,
+        mode="max",
+        **{k: v for k, v in info.items() if k != "type"},
+    )
+    return scheduler, info
 
 
 def _sampled_keys(sample_params: SampleFn) -> list[str]:
