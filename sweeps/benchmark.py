@@ -75,7 +75,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--stop-timesteps",
         type=int,
         default=None,
-        help="env-step budget per trial (default: sweep)",
+        help="env steps per trial",
     )
     p.add_argument(
         "--stop-reward",
