@@ -79,3 +79,15 @@ def set_default(result: dict[str, Any], key: Key, value: Any) -> Any:
     for part in key[:-1]:
         node = node.setdefault(part, {})
     return node.setdefault(key[-1], value)
+
+
+# --- Ape-X's own results (``sweeps.algorithms.apex_dqn``, under result["apex"]) -----------------
+APEX = "apex"
+APEX_METRICS: tuple[Key, ...] = (
+    (APEX, "env_steps_sampled_per_s"),
+    (APEX, "env_steps_trained_per_s"),
+    (APEX, "replay_fill_mean"),
+    (APEX, "replay_mean_priority"),
+    (APEX, "weight_sync_lag_updates_max"),
+    (APEX, "learner_updates_per_s"),
+)
