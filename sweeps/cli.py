@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import math
 import os
 import sys
@@ -40,7 +41,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "num_learners": 0,
     "eval_interval": 1,
     "eval_episodes": 5,
-    "checkpoint_freq": 0,
+    "checkpoint_freq": 5,  # ~20 ms and ~1.4 MB per cab DQN checkpoint (replay buffer not stored)
     "max_failures": 2,
     "address": None,
     "variant": "base",
@@ -49,7 +50,12 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "benchmark_seeds": None,
     "iteration_s": None,
     "verbose": False,
+    "resume": None,
+    "env_config_json": None,
 }
+
+# What --resume may change: how the sweep is shown and where it runs, never what it computes.
+RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
 
 # --smoke: same code path, tiny budget (one or two trials, a few hundred env steps).
 SMOKE_DEFAULTS: dict[str, Any] = {
@@ -179,9 +185,21 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         help="minimum wall-clock per training iteration (the resolution of time-to-reward); "
         "default: the algorithm's own",
     )
-    o.add_argument("--checkpoint-freq", type=_count(0), help="checkpoint every N iterations")
+    o.add_argument(
+        "--checkpoint-freq",
+        type=_count(0),
+        help="checkpoint every N iterations and at the end (0: never; resume then restarts "
+        "unfinished trials)",
+    )
     o.add_argument("--max-failures", type=_count(0), help="retries of a failing trial")
     o.add_argument("--verbose", action="store_true", help="show the trial processes' own logs")
+    o.add_argument(
+        "--resume",
+        metavar="PATH",
+        help="continue the interrupted sweep in PATH with its recorded settings (finished "
+        "trials are kept, unfinished ones resume from their checkpoints, errored ones restart); "
+        "only --address, --verbose and --progress-interval-s may be given with it",
+    )
     o.add_argument(
         "--progress-interval-s", type=_positive_float, help="seconds between progress tables"
     )
@@ -194,6 +212,9 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
             help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
         )
         c.add_argument("--tm-seed", type=_count(0), help="seed of the city's travel-time matrix")
+        # Advanced, for fault-injection tests: extra cab env-config keys as a JSON object, e.g.
+        # '{"fail_at_step": 300, "fail_marker": "/tmp/failed-once"}' (see envs.cabs).
+        c.add_argument("--env-config-json", help=argparse.SUPPRESS)
 
     p.set_defaults(**{**SHARED_DEFAULTS, **sweep.defaults})
     return p
@@ -202,6 +223,8 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
 def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
     parser = build_parser(sweep)
     args = parser.parse_args(argv)
+    if args.resume is not None:
+        return _resume_args(sweep, parser, args, argv)
     if args.smoke:
         explicit = _explicit_flags(parser, argv)
         for key, value in {**SMOKE_DEFAULTS, **sweep.smoke}.items():
@@ -209,6 +232,7 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
                 setattr(args, key, value)
     if args.as_test and args.stop_reward is None:
         parser.error("--as-test needs --stop-reward")
+    args.env_config = _env_config(parser, args.env_config_json) if sweep.env == "cabs" else {}
     if args.name is None:
         args.name = f"{sweep.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if os.sep in args.name or args.name in {".", ".."}:
@@ -242,3 +266,98 @@ def _check_storage(storage: Path, name: str) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"--storage-path {storage} cannot be written")
+
+
+def _env_config(parser: argparse.ArgumentParser, text: str | None) -> dict[str, Any]:
+    """--env-config-json: extra cab env-config keys, checked by the env's own validator."""
+    if text is None:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        parser.error(f"--env-config-json is not valid JSON ({e.msg})")
+    if not isinstance(value, dict):
+        parser.error(f"--env-config-json must be a JSON object, got {text!r}")
+    flagged = sorted({"tm_seed", "requests"} & set(value))
+    if flagged:
+        parser.error(f"--env-config-json: set {flagged} with --tm-seed / --variant instead")
+    from envs.cabs import validate_env_config  # numpy + gymnasium only: no Ray
+
+    try:
+        validate_env_config(value)
+    except ValueError as e:
+        parser.error(f"--env-config-json: {e}")
+    return value
+
+
+def read_resumable(sweep_name: str, path: Path) -> tuple[Path, dict[str, Any]]:
+    """The sweep folder ``path`` and its run record, or a UsageError saying why it cannot be
+    resumed by ``sweep_name``: not a folder, no (readable) run.json, another sweep's folder, no
+    Tune experiment state, already finished, or not writable."""
+    experiment = path.expanduser().resolve()
+    if not experiment.exists():
+        raise UsageError(f"--resume {path}: no such folder")
+    if not experiment.is_dir():
+        raise UsageError(f"--resume {path}: not a folder (expected a sweep folder)")
+    record_path = experiment / "run.json"
+    if not record_path.is_file():
+        raise UsageError(f"--resume {path}: not a sweep folder (no run.json)")
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        raise UsageError(f"--resume {path}: run.json cannot be read") from None
+    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
+        raise UsageError(f"--resume {path}: run.json holds no recorded arguments")
+    other = record.get("sweep")
+    if other != sweep_name:
+        raise UsageError(
+            f"--resume {path}: this folder belongs to sweep {other!r}; continue it with "
+            f"python sweeps/{other}.py --resume {experiment}"
+        )
+    if not (experiment / "tuner.pkl").is_file() or not any(
+        experiment.glob("experiment_state-*.json")
+    ):
+        raise UsageError(
+            f"--resume {path}: no Tune experiment state (the sweep never started); start it anew"
+        )
+    if record.get("status") == "finished":
+        raise UsageError(f"--resume {path}: the sweep already finished; nothing to resume")
+    if not os.access(experiment, os.W_OK | os.X_OK):
+        raise UsageError(f"--resume {path}: the folder cannot be written")
+    return experiment, record
+
+
+def _resume_args(
+    sweep: Sweep,
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    argv: Sequence[str] | None,
+) -> argparse.Namespace:
+    """The recorded arguments of the sweep to resume (the run record is the source of truth)."""
+    explicit = _explicit_flags(parser, argv) - {"resume", *RESUME_RUNTIME_FLAGS}
+    if explicit:
+        names = ", ".join(sorted("--" + d.replace("_", "-") for d in explicit))
+        parser.error(f"--resume continues with the recorded settings; drop {names}")
+    try:
+        experiment, record = read_resumable(sweep.name, Path(args.resume))
+    except UsageError as e:
+        parser.error(str(e))
+    # Defaults first (flags added since the record was written), then the recorded values; the
+    # runtime flags come from this command line.
+    merged = {**vars(parser.parse_args([])), **record["args"]}
+    merged.update({k: getattr(args, k) for k in RESUME_RUNTIME_FLAGS})
+    merged.update(
+        storage_path=str(experiment.parent),
+        name=experiment.name,
+        resume=str(experiment),
+        argv=list(sys.argv[1:] if argv is None else argv),
+    )
+    if sweep.env == "cabs":
+        from envs.cabs import validate_env_config
+
+        merged["env_config"] = dict(merged.get("env_config") or {})
+        try:
+            validate_env_config(merged["env_config"])
+        except ValueError as e:
+            parser.error(f"--resume {args.resume}: recorded env config: {e}")
+    return argparse.Namespace(**merged)

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import math
+import re
 import signal
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ray.tune.callback import Callback
 
 from sweeps import keys
 from sweeps.cli import build_parser, parse_args
@@ -75,6 +80,7 @@ def _stop_key(sweep: Sweep) -> keys.Key:
 def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     """Parse, validate, plan and run one sweep. Returns the process exit code."""
     args = parse_args(sweep, argv)  # exits 2 on bad input, before Ray starts
+    _INTERRUPTED.clear()
 
     import optuna
     import ray
@@ -187,6 +193,19 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         "status": "running",
     }
     record_path = experiment / "run.json"
+    if args.resume:
+        # The same config and param space as the first start (rebuilt from the recorded args);
+        # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
+        record = _resumed_record(record_path, args)
+        write_record(record_path, record)
+        tuner = tune.Tuner.restore(
+            str(experiment),
+            trainable=algo_cls,
+            param_space=param_space,
+            resume_unfinished=True,
+            restart_errored=True,
+        )
+        return _fit(tuner, sweep, args, record, record_path, experiment)
     write_record(record_path, record)
 
     tuner = tune.Tuner(
@@ -206,7 +225,12 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             name=args.name,
             storage_path=str(experiment.parent),
             stop=stopper,
-            callbacks=[HParamsLoggerCallback(sweep.extra_metrics), progress],
+            callbacks=[
+                HParamsLoggerCallback(sweep.extra_metrics),
+                progress,
+                FailureLog(),
+                InterruptWatch(),
+            ],
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=args.checkpoint_freq,
                 checkpoint_at_end=args.checkpoint_freq > 0,
@@ -216,23 +240,141 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             verbose=0,
         ),
     )
-    interrupted = {"flag": False}
-    previous = signal.getsignal(signal.SIGTERM)
+    return _fit(tuner, sweep, args, record, record_path, experiment)
+
+
+# ------------------------------------------------------------------------------------------------
+# Interruption, failures, resume
+# ------------------------------------------------------------------------------------------------
+
+# Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles
+# the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.
+_INTERRUPTED = threading.Event()
+FAILURES_FILE = "failures.jsonl"
+
+
+class InterruptWatch(Callback):
+    """Notes a Ctrl-C in ``_INTERRUPTED`` and hands it on to Tune's own handler.
+
+    Tune installs its SIGINT handler when ``fit()`` starts (it then stops the trials, saves the
+    experiment state and returns normally, so no KeyboardInterrupt reaches the runner); callbacks
+    are set up right after that, so wrapping the handler here sees the signal first.
+    """
+
+    def setup(self, **info: Any) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        tune_handler = signal.getsignal(signal.SIGINT)
+
+        def on_sigint(signum, frame):
+            _INTERRUPTED.set()
+            if callable(tune_handler):
+                tune_handler(signum, frame)
+            else:
+                raise KeyboardInterrupt
+
+        signal.signal(signal.SIGINT, on_sigint)
+
+
+class FailureLog(Callback):
+    """Appends each trial failure (retried or final) to ``<sweep folder>/failures.jsonl``.
+
+    A file, not callback state, so that failures survive a resume and a killed driver."""
+
+    def on_trial_recover(self, iteration, trials, trial, **info):
+        self._log(trial, retried=True)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._log(trial, retried=False)
+
+    @staticmethod
+    def _log(trial: Any, retried: bool) -> None:
+        entry = {
+            "trial": trial.trial_id,
+            "failure": trial.num_failures,
+            "retried": retried,
+            "iteration": (trial.last_result or {}).get("training_iteration", 0),
+            "error": _last_error_line(trial.error_file),
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        }
+        try:
+            with open(Path(trial.path).parent / FAILURES_FILE, "a") as f:
+                f.write(json.dumps(entry) + "\n")
+        except OSError:
+            pass
+
+
+def _last_error_line(error_file: str | None) -> str:
+    """The exception line of the latest failure in a trial's error.txt."""
+    try:
+        text = Path(error_file).read_text() if error_file else ""
+    except OSError:
+        return "(error.txt unreadable)"
+    return error_line(text)
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*: \S")
+
+
+def error_line(text: str) -> str:
+    """The telling line of a traceback: the last ``SomeError: message`` line (RLlib re-raises
+    env errors as a bare ``RuntimeError`` from the original), else the last line."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    with_message = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    if with_message:
+        return with_message[-1]
+    return lines[-1] if lines else "(no error text)"
+
+
+def read_failures(experiment: Path) -> list[dict[str, Any]]:
+    """The failures a sweep has logged so far (unreadable lines are skipped)."""
+    out = []
+    try:
+        lines = (experiment / FAILURES_FILE).read_text().splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return out
+
+
+def _resumed_record(record_path: Path, args) -> dict[str, Any]:
+    record = json.loads(record_path.read_text())  # checked readable by the CLI
+    record.setdefault("resumes", []).append(
+        {
+            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "argv": args.argv,
+            "previous_status": record.get("status"),
+            "git_commit": git_commit(),
+        }
+    )
+    record.update(status="running", ended_at=None)
+    return record
+
+
+def _fit(tuner, sweep, args, record, record_path, experiment) -> int:
+    """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (state saved, exit 130)."""
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_term = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):  # SIGTERM: behave like Ctrl-C (Tune saves and stops)
-        interrupted["flag"] = True
+        _INTERRUPTED.set()
         signal.raise_signal(signal.SIGINT)
 
     signal.signal(signal.SIGTERM, on_term)
     try:
         results = tuner.fit()
-    except KeyboardInterrupt:
-        interrupted["flag"] = True
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune took over SIGINT
+        _INTERRUPTED.set()
         results = None
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
 
-    return _finish(sweep, args, results, record, record_path, experiment, interrupted["flag"])
+    return _finish(sweep, args, results, record, record_path, experiment, _INTERRUPTED.is_set())
 
 
 def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
@@ -271,6 +413,8 @@ def _sampled_keys(sample_params: SampleFn) -> list[str]:
 
 def _finish(sweep, args, results, record, record_path, experiment, interrupted) -> int:
     errors = [] if results is None else [r for r in results if r.error is not None]
+    failures = read_failures(experiment)
+    record["failures"] = failures
     record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if interrupted or results is None:
         record["status"] = "interrupted"
@@ -317,8 +461,14 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
 
         hp = {h: _dotted(best.config, h) for h in record["hyperparameters"]}
         print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
+    for f in failures:
+        what = "retried from its last checkpoint" if f["retried"] else "not retried"
+        print(
+            f"[sweep] failure {f['failure']} of trial {f['trial']} (after iteration "
+            f"{f['iteration']}), {what}: {f['error']}"
+        )
     for r in errors:
-        print(f"[sweep] ERROR in {Path(r.path).name}: {str(r.error).strip().splitlines()[-1]}")
+        print(f"[sweep] ERROR in {Path(r.path).name}: {error_line(str(r.error))}")
     print(f"[sweep] TensorBoard: tensorboard --logdir {experiment}")
     if interrupted:
         print(

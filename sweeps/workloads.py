@@ -33,6 +33,13 @@ def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfi
             evaluation_config=AlgorithmConfig.overrides(explore=False, num_envs_per_env_runner=1),
         )
         .callbacks(SuiteCallbacks)
+        # An env runner that dies is restarted (a trial that fails is retried by Tune from its
+        # last checkpoint, --max-failures); RLlib's default 60 s delay would stall a short trial.
+        .fault_tolerance(
+            restart_failed_env_runners=True,
+            max_num_env_runner_restarts=10,
+            delay_between_env_runner_restarts_s=5.0,
+        )
         .debugging(seed=args.seed, log_level="ERROR")
         .reporting(metrics_num_episodes_for_smoothing=20)
     )
@@ -50,7 +57,9 @@ def cabs(
     from envs import env_id_for
     from envs.cabs import validate_env_config
 
-    env_config = validate_env_config({"tm_seed": args.tm_seed})
+    # --env-config-json (fault injection) adds keys; the CLI has validated them already.
+    extra = getattr(args, "env_config", None) or {}
+    env_config = validate_env_config({**extra, "tm_seed": args.tm_seed})
     config = _common(config, args).environment(env_id_for(args.variant), env_config=env_config)
     model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
     if args.variant == "requests" and masked_module is not None:
