@@ -74,7 +74,7 @@ SWEEP = runner.Sweep(
         "eval_interval": 20,
         "eval_episodes": 1,
     },
-    smoke={"stop_timesteps": 400, "num_envs_per_env_runner": 1},
+    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 1},
 )
 
 

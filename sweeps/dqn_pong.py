@@ -77,7 +77,7 @@ SWEEP = runner.Sweep(
         "eval_interval": 50,
         "eval_episodes": 1,
     },
-    smoke={"stop_timesteps": 400},
+    smoke={"num_samples": 1, "stop_timesteps": 400},
 )
 
 
