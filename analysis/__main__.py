@@ -15,8 +15,15 @@ COMMANDS = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """Bad input gets one line and exit code 2 (argparse adds the usage by default)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m analysis",
         description="Analysis of the suite's Ray Tune sweeps and benchmarks: it reads the run "
         "folders only (run.json, params.json, result.json), never trainer code.",

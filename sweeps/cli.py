@@ -122,6 +122,8 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         prog=f"python sweeps/{sweep.name}.py",
         description=sweep.description or f"{sweep.algo} sweep on {sweep.env}",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        # No abbreviations: a typo is refused, and --smoke/--resume see every flag given.
+        allow_abbrev=False,
     )
     s = p.add_argument_group("search")
     s.add_argument("--num-samples", type=_count(1), help="trials to sample")

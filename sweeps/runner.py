@@ -82,12 +82,10 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     args = parse_args(sweep, argv)  # exits 2 on bad input, before Ray starts
     _INTERRUPTED.clear()
 
-    import optuna
     import ray
     from ray import tune
     from ray.tune.schedulers import FIFOScheduler
     from ray.tune.search import BasicVariantGenerator
-    from ray.tune.search.optuna import OptunaSearch
 
     from envs import register_envs
 
@@ -143,14 +141,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         searcher, num_samples = BasicVariantGenerator(), 1
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
     else:
-        sampler = (
-            optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
-            if args.search == "optuna"
-            else optuna.samplers.RandomSampler(seed=args.seed)
-        )
-        searcher = OptunaSearch(
-            space=sweep.sample_params, metric=metric, mode="max", sampler=sampler
-        )
+        searcher = make_searcher(sweep, args, metric)
         num_samples = args.num_samples
         scheduler, scheduler_info = _scheduler(args, metric, env_steps)
 
@@ -375,6 +366,20 @@ def _fit(tuner, sweep, args, record, record_path, experiment) -> int:
         signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
 
     return _finish(sweep, args, results, record, record_path, experiment, _INTERRUPTED.is_set())
+
+
+def make_searcher(sweep: Sweep, args: argparse.Namespace, metric: str) -> Any:
+    """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
+    gives the same suggestions."""
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    sampler = (
+        optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
+        if args.search == "optuna"
+        else optuna.samplers.RandomSampler(seed=args.seed)
+    )
+    return OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
 
 
 def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
