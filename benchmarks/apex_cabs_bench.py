@@ -1,0 +1,257 @@
+"""Ape-X DQN on the cab env: time to a greedy return of 2,500, and sampling throughput.
+
+How to run (2 cores; each run starts its own small Ray instance)
+----------------------------------------------------------------
+    python benchmarks/apex_cabs_bench.py                     # Ape-X, time-to-2,500, 3 seeds
+    python benchmarks/apex_cabs_bench.py --algo dqn          # RLlib DQN baseline, same harness
+    python benchmarks/apex_cabs_bench.py --throughput        # env steps/s learning, 1 and 2 runners
+    python benchmarks/apex_cabs_bench.py --env CabsRequests-v0 --target 2300
+
+Time-to-target: training wall-clock (sum of ``algo.train()`` durations; Ray start-up, build and
+evaluation excluded) until the mean return of 5 greedy episodes (a fresh batch of start states
+per evaluation, the learner's current network, argmax over available actions) reaches the
+target. Evaluation runs after every training iteration (``--iter-s`` long), in the driver, in a
+few milliseconds; the asynchronous runners keep sampling meanwhile, which is bounded by their
+in-flight requests (at most 2 fragments each).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+
+def greedy_return(module: Any, env_id: str, episodes: int, seed: int) -> float:
+    """Mean return of ``episodes`` greedy episodes, stepped in lockstep (batched forward)."""
+    import torch
+    from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+    from ray.rllib.core.columns import Columns
+
+    from envs import CABS_REQUESTS
+    from envs.cabs import CabsEnv
+
+    envs = [CabsEnv(requests=env_id == CABS_REQUESTS) for _ in range(episodes)]
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+    returns = np.zeros(episodes)
+    alive = np.ones(episodes, dtype=bool)
+    with torch.no_grad():
+        while alive.any():
+            q = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
+            actions = torch.argmax(q, dim=-1).numpy()
+            for i, env in enumerate(envs):
+                if not alive[i]:
+                    continue
+                o, r, terminated, truncated, _ = env.step(int(actions[i]))
+                returns[i] += r
+                obs[i] = o
+                alive[i] = not (terminated or truncated)
+    return float(returns.mean())
+
+
+def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    from sweeps.algorithms.apex_dqn import ApexDQNConfig, cabs_config
+    from sweeps.algorithms.masked_dqn import dqn_module_spec
+
+    model = {"fcnet_hiddens": args.hiddens, "fcnet_activation": "relu"}
+    if args.algo == "apex":
+        config = cabs_config(ApexDQNConfig())
+        config.env_runners(
+            num_env_runners=num_runners,
+            num_envs_per_env_runner=args.envs_per_runner,
+            rollout_fragment_length=args.fragment,
+        )
+        config.apex(num_replay_buffer_shards=args.shards, max_weight_sync_delay=args.sync_delay)
+        config.training(
+            lr=args.lr,
+            train_batch_size=args.batch,
+            training_intensity=args.intensity,
+            target_network_update_freq=args.target_freq,
+            num_steps_sampled_before_learning_starts=args.learning_starts,
+        )
+        config.reporting(min_time_s_per_iteration=args.iter_s)
+    else:  # RLlib's DQN with the settings of the brief (sweeps/dqn_cabs.py defaults)
+        config = DQNConfig().training(
+            lr=args.lr,
+            gamma=0.99,
+            train_batch_size=64,
+            n_step=3,
+            target_network_update_freq=500,
+            num_steps_sampled_before_learning_starts=1000,
+            training_intensity=1.0,
+            epsilon=[(0, 1.0), (5000, 0.02)],
+            replay_buffer_config={
+                "type": "PrioritizedEpisodeReplayBuffer",
+                "capacity": 50_000,
+                "alpha": 0.6,
+                "beta": 0.4,
+            },
+        )
+        config.env_runners(num_env_runners=num_runners, rollout_fragment_length=32)
+        config.reporting(min_time_s_per_iteration=args.iter_s, min_sample_timesteps_per_iteration=0)
+    config.environment(args.env)
+    config.rl_module(rl_module_spec=dqn_module_spec(args.env, model))
+    config.debugging(seed=seed, log_level="ERROR")
+    return config.build()
+
+
+def learner_module(algo: Any) -> Any:
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    return algo.learner_group._learner.module[DEFAULT_MODULE_ID]
+
+
+def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    from sweeps.algorithms.apex_dqn import APEX_RESULTS
+
+    algo = build(args, seed, args.runners)
+    train_s, eval_s, best, it = 0.0, 0.0, -np.inf, 0
+    reached = None
+    last: dict[str, Any] = {}
+    try:
+        while train_s < args.max_train_s:
+            t0 = time.perf_counter()
+            result = algo.train()
+            train_s += time.perf_counter() - t0
+            it += 1
+            t1 = time.perf_counter()
+            ret = greedy_return(
+                learner_module(algo), args.env, args.eval_episodes, 10_000 * seed + 5 * it
+            )
+            eval_s += time.perf_counter() - t1
+            best = max(best, ret)
+            apex = result.get(APEX_RESULTS, {})
+            sampled = apex.get("env_steps_sampled_lifetime") or result["env_runners"].get(
+                "num_env_steps_sampled_lifetime", 0
+            )
+            last = {
+                "iter": it,
+                "train_s": round(train_s, 2),
+                "greedy": round(ret, 1),
+                "sampled": int(sampled),
+                "trained": int(apex.get("env_steps_trained_lifetime", 0)),
+                "calls": int(result.get("num_training_step_calls_per_iteration") or 0),
+            }
+            if args.verbose:
+                print("   ", json.dumps(last, default=float), flush=True)
+            if ret >= args.target:
+                reached = train_s
+                break
+    finally:
+        algo.stop()
+    return {
+        "seed": seed,
+        "time_to_target_s": None if reached is None else round(reached, 2),
+        "env_steps": last.get("sampled"),
+        "best_greedy": round(best, 1),
+        "eval_s": round(eval_s, 2),
+        "iterations": it,
+    }
+
+
+def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
+    from sweeps.algorithms.apex_dqn import APEX_RESULTS
+
+    algo = build(args, args.seeds[0], num_runners)
+    try:
+        # Warm up past the learning start, then measure over whole iterations.
+        while algo.train()[APEX_RESULTS]["env_steps_trained_lifetime"] == 0:
+            pass
+        t0 = time.perf_counter()
+        start = algo.train()[APEX_RESULTS]
+        s0, n0 = start["env_steps_sampled_lifetime"], start["env_steps_trained_lifetime"]
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < args.throughput_s:
+            result = algo.train()
+        dt = time.perf_counter() - t0
+        apex = result[APEX_RESULTS]
+        return {
+            "runners": num_runners,
+            "envs_per_runner": args.envs_per_runner,
+            "sampled_per_s": round((apex["env_steps_sampled_lifetime"] - s0) / dt),
+            "trained_per_s": round((apex["env_steps_trained_lifetime"] - n0) / dt),
+            "learner_updates_per_s": round(apex["learner_updates_per_s"], 1),
+            "training_step_calls_per_iter": result.get("num_training_step_calls_per_iteration"),
+            "driver_idle_s_lifetime": round(apex["driver_idle_s_lifetime"], 2),
+            "runner_sample_s_mean": round(apex["runner_sample_s_mean"], 4),
+        }
+    finally:
+        algo.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parser.add_argument("--algo", choices=("apex", "dqn"), default="apex")
+    parser.add_argument("--env", default="Cabs-v0")
+    parser.add_argument("--target", type=float, default=2500.0)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--max-train-s", type=float, default=60.0)
+    parser.add_argument("--eval-episodes", type=int, default=5)
+    parser.add_argument("--iter-s", type=float, default=0.25, help="min_time_s_per_iteration")
+    parser.add_argument("--runners", type=int, default=1)
+    parser.add_argument("--envs-per-runner", type=int, default=8)
+    parser.add_argument("--fragment", type=int, default=32)
+    parser.add_argument("--shards", type=int, default=1)
+    parser.add_argument("--sync-delay", type=int, default=256)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--intensity", type=float, default=1.0)
+    parser.add_argument("--target-freq", type=int, default=500)
+    parser.add_argument("--learning-starts", type=int, default=1000)
+    parser.add_argument("--hiddens", type=int, nargs="+", default=[256])
+    parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")
+    parser.add_argument("--throughput-s", type=float, default=10.0)
+    parser.add_argument("--verbose", "-v", action="store_true")
+    args = parser.parse_args(argv)
+
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    import ray
+
+    from envs import register_envs
+
+    register_envs()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        if args.throughput:
+            rows = [throughput(args, n) for n in (1, 2)]
+            for row in rows:
+                print(json.dumps(row), flush=True)
+            print(
+                f"scaling 1->2 runners: x{rows[1]['sampled_per_s'] / rows[0]['sampled_per_s']:.2f}"
+            )
+            return
+        rows = []
+        for seed in args.seeds:
+            row = time_to_target(args, seed)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        times = [r["time_to_target_s"] for r in rows]
+        done = [t for t in times if t is not None]
+        summary = {
+            "algo": args.algo,
+            "env": args.env,
+            "target": args.target,
+            "reached": f"{len(done)}/{len(times)}",
+            "median_time_to_target_s": statistics.median(done) if done else None,
+            "max_time_to_target_s": max(done) if done else None,
+            "median_env_steps": statistics.median([r["env_steps"] for r in rows]),
+        }
+        print("SUMMARY", json.dumps(summary), flush=True)
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,9 @@
+"""Algorithms the suite adds to RLlib 2.60's new API stack.
+
+* :mod:`sweeps.algorithms.apex_dqn`: Ape-X DQN (``ApexDQNConfig`` / ``ApexDQN``; call
+  ``sweeps.algorithms.apex_dqn.register()`` to make ``"ApexDQN"`` a Tune trainable name).
+* :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
+  (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
+
+Importing this package imports neither Ray nor Torch; import the submodules you need.
+"""

@@ -1,0 +1,463 @@
+"""Ape-X DQN (``sweeps.algorithms.apex_dqn``) and the masked DQN module (``masked_dqn``).
+
+Fast tests (no Ray): the ε schedule, the replay buffer subclass, initial priorities, the masked
+module. Slow tests (``-m slow``; one shared Ray instance, at most one algorithm alive at a time):
+the built algorithm's runners, asynchronous sampling, priority write-back, weight sync,
+learning on ``Cabs-v0`` and masking on ``CabsRequests-v0``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_NEXT_PREDS, QF_PREDS
+from ray.rllib.core import DEFAULT_MODULE_ID
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+from envs import CABS, CABS_REQUESTS, register_envs
+from envs.cabs import MASK_START, NUM_ACTIONS, CabsEnv
+from sweeps.algorithms.apex_dqn import (
+    APEX_RESULTS,
+    ITEM_ID,
+    TREE_IDX,
+    ApexDQN,
+    ApexDQNConfig,
+    ApexEpisodeReplayBuffer,
+    cabs_config,
+    current_epsilon,
+    initial_priorities,
+    per_runner_epsilon,
+    register,
+)
+from sweeps.algorithms.masked_dqn import (
+    MaskedDQNTorchRLModule,
+    dqn_module_class,
+    dqn_module_spec,
+)
+
+register_envs()
+
+OBS_SPACE = gym.spaces.Box(-1e6, 1e6, (3,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(4)
+
+
+def make_episode(length: int, *, terminated: bool = True, offset: float = 0.0, id_=None):
+    """Episode whose obs at step t is [offset + t] * 3, action t % 4 and reward t + 1."""
+    return SingleAgentEpisode(
+        id_=id_,
+        observations=[np.full(3, offset + t, np.float32) for t in range(length + 1)],
+        actions=[t % 4 for t in range(length)],
+        rewards=[float(t + 1) for t in range(length)],
+        terminated=terminated,
+        observation_space=OBS_SPACE,
+        action_space=ACT_SPACE,
+        len_lookback_buffer=0,
+    ).to_numpy()
+
+
+def leaf_weights(buffer: ApexEpisodeReplayBuffer) -> np.ndarray:
+    """Sampling weights p^alpha of the stored steps, in storage order."""
+    return np.array([buffer._sum_segment[tree_idx] for _, _, tree_idx in buffer._indices])
+
+
+# ================================================================== ε schedule (pure)
+
+
+def test_per_runner_epsilon_schedule():
+    assert per_runner_epsilon(0, 1) == pytest.approx(0.4)
+    eps = [per_runner_epsilon(i, 4) for i in range(4)]
+    expected = [0.4 ** (1 + 7 * i / 3) for i in range(4)]
+    assert eps == pytest.approx(expected)
+    assert eps[0] == pytest.approx(0.4) and eps[-1] == pytest.approx(0.4**8)
+    assert all(a > b for a, b in zip(eps, eps[1:], strict=False))
+    assert per_runner_epsilon(1, 2, base=0.5, alpha=1.0) == pytest.approx(0.25)
+    with pytest.raises(ValueError):
+        per_runner_epsilon(4, 4)
+
+
+def test_config_api_and_defaults():
+    config = ApexDQNConfig()
+    # Faithful defaults (old RLlib Ape-X / the paper).
+    assert config.num_replay_buffer_shards == 4
+    assert config.max_weight_sync_delay == 400
+    assert (config.exploration_epsilon_base, config.exploration_alpha) == (0.4, 7.0)
+    assert (config.n_step, config.double_q, config.dueling) == (3, True, True)
+    assert config.replay_buffer_config["alpha"] == 0.6
+    assert config.replay_buffer_config["beta"] == 0.4
+    assert config.num_steps_sampled_before_learning_starts == 50_000
+    assert config.algo_class is ApexDQN
+    config.apex(num_replay_buffer_shards=2, max_weight_sync_delay=10)
+    config.training(exploration_alpha=3.0, lr=1e-3, max_requests_in_flight_per_replay_shard=3)
+    assert (config.num_replay_buffer_shards, config.max_weight_sync_delay) == (2, 10)
+    assert (config.exploration_alpha, config.lr) == (3.0, 1e-3)
+    assert config.max_requests_in_flight_per_replay_shard == 3
+    assert config.replay_shard_buffer_kwargs(0)["capacity"] == 2_000_000 // 2
+
+
+# ================================================================== replay buffer (pure)
+
+
+def test_buffer_takes_per_step_initial_priorities():
+    buffer = ApexEpisodeReplayBuffer(capacity=100, alpha=0.5, priority_eps=0.0, seed=0)
+    first, second = make_episode(4), make_episode(3, offset=100)
+    buffer.add([first, second], priorities=[np.array([1.0, 4.0, 9.0, 16.0]), np.ones(3)])
+    assert leaf_weights(buffer) == pytest.approx([1, 2, 3, 4, 1, 1, 1])
+    # Without priorities: the parent's behaviour (max priority seen so far).
+    buffer.add([make_episode(2, offset=200)])
+    assert leaf_weights(buffer)[-2:] == pytest.approx([16**0.5] * 2)
+    with pytest.raises(ValueError):
+        buffer.add([make_episode(2)], priorities=[np.ones(2), np.ones(2)])
+
+
+def test_buffer_sample_columns_nstep_and_terminal_tail():
+    buffer = ApexEpisodeReplayBuffer(capacity=100, alpha=1.0, seed=0)
+    buffer.add([make_episode(5)], priorities=[np.ones(5)])
+    batch = buffer.sample_transitions(400, n_step=3, gamma=0.5, beta=0.4)
+    for k in range(400):
+        t = int(batch[Columns.OBS][k][0])
+        steps = min(3, 5 - t)
+        assert batch["n_step"][k] == steps
+        assert batch[Columns.NEXT_OBS][k][0] == t + steps
+        assert batch[Columns.ACTIONS][k] == t % 4
+        assert batch[Columns.REWARDS][k] == pytest.approx(
+            sum(0.5**j * (t + j + 1) for j in range(steps))
+        )
+        assert bool(batch[Columns.TERMINATEDS][k]) == (t + steps == 5)
+    # Uniform priorities: every step (the terminal tail included) is drawn, weights all 1.
+    assert set(batch[Columns.OBS][:, 0].astype(int)) == set(range(5))
+    assert batch["weights"] == pytest.approx(np.ones(400))
+    # An unfinished episode's last n-1 steps are not sampled until their window completes.
+    running = ApexEpisodeReplayBuffer(capacity=100, seed=0)
+    running.add([make_episode(5, terminated=False)])
+    obs = running.sample_transitions(200, n_step=3, gamma=0.9)[Columns.OBS][:, 0]
+    assert set(obs.astype(int)) == {0, 1, 2}
+
+
+def test_buffer_prioritized_sampling_and_priority_updates():
+    buffer = ApexEpisodeReplayBuffer(capacity=1000, alpha=1.0, priority_eps=0.0, seed=1)
+    prios = np.full(20, 0.01)
+    prios[7] = 10.0
+    buffer.add([make_episode(20)], priorities=[prios])
+    batch = buffer.sample_transitions(500, n_step=1, gamma=0.9, beta=1.0)
+    drawn = batch[Columns.OBS][:, 0].astype(int)
+    assert np.mean(drawn == 7) > 0.9  # p = 10 / (10 + 19 * 0.01) ~ 0.98
+    # Importance weights correct for it: the rare items get the largest weight (max = 1).
+    assert batch["weights"][drawn == 7].max() < batch["weights"][drawn != 7].max() == 1.0
+    # Priority write-back: demote the hot item, it stops dominating.
+    hot = drawn == 7
+    applied = buffer.update_priorities_at(
+        batch[TREE_IDX][hot], batch[ITEM_ID][hot], np.zeros(hot.sum())
+    )
+    assert applied == hot.sum()
+    drawn2 = buffer.sample_transitions(500, n_step=1, gamma=0.9)[Columns.OBS][:, 0]
+    assert np.mean(drawn2 == 7) < 0.2
+    # Priorities for evicted (and reused) slots are dropped, not misapplied.
+    old = buffer.sample_transitions(50, n_step=1, gamma=0.9)
+    buffer.add([make_episode(600, offset=1000)])
+    buffer.add([make_episode(600, offset=5000)])
+    before = leaf_weights(buffer).copy()
+    assert buffer.update_priorities_at(old[TREE_IDX], old[ITEM_ID], np.full(50, 99.0)) == 0
+    assert leaf_weights(buffer) == pytest.approx(before)
+    assert buffer.stats()["num_stale_priority_updates"] == 50
+
+
+def test_initial_priorities_are_nstep_td_errors():
+    from ray.rllib.algorithms.dqn import DQNConfig
+    from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
+        DefaultDQNTorchRLModule,
+    )
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    config = DQNConfig().rl_module(model_config={"fcnet_hiddens": [8]})
+    module = RLModuleSpec(
+        module_class=DefaultDQNTorchRLModule,
+        observation_space=OBS_SPACE,
+        action_space=ACT_SPACE,
+        model_config=config.model_config,
+    ).build()
+    done, running = make_episode(4), make_episode(3, terminated=False, offset=10)
+    gamma, n = 0.9, 2
+    prios = initial_priorities(module, [done, running], n, gamma)
+    for episode, p in zip([done, running], prios, strict=True):
+        obs = torch.from_numpy(np.asarray(episode.get_observations()))
+        q = module.compute_q_values({Columns.OBS: obs})[QF_PREDS].detach().numpy()
+        length = len(episode)
+        for t in range(length):
+            boot = min(t + n, length)
+            ret = sum(gamma ** (k - t) * episode.get_rewards(k) for k in range(t, boot))
+            terminal = boot == length and episode.is_terminated
+            target = ret + (0.0 if terminal else gamma ** (boot - t) * q[boot].max())
+            assert p[t] == pytest.approx(abs(q[t, episode.get_actions(t)] - target), rel=1e-5)
+
+
+# ================================================================== masked module (pure)
+
+
+def _masked_module(epsilon: float) -> MaskedDQNTorchRLModule:
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    config = (
+        DQNConfig()
+        .environment(CABS_REQUESTS)
+        .training(epsilon=epsilon)
+        .rl_module(rl_module_spec=dqn_module_spec(CABS_REQUESTS, {"fcnet_hiddens": [32]}))
+    )
+    module = config.get_rl_module_spec(env=gym.make(CABS_REQUESTS)).build()
+    assert isinstance(module, MaskedDQNTorchRLModule)
+    return module
+
+
+def test_module_spec_helper():
+    assert dqn_module_class(CABS_REQUESTS) is MaskedDQNTorchRLModule
+    assert dqn_module_class(CABS) is not MaskedDQNTorchRLModule
+    spec = dqn_module_spec(CABS_REQUESTS, {"fcnet_hiddens": [16]})
+    assert spec.module_class is MaskedDQNTorchRLModule
+
+
+@pytest.mark.parametrize("epsilon", [1.0, 0.0])
+def test_masked_module_never_picks_unavailable_actions(epsilon):
+    module = _masked_module(epsilon)
+    env = CabsEnv(requests=True)
+    obs, _ = env.reset(seed=3)
+    for t in range(400):
+        batch = {Columns.OBS: torch.from_numpy(obs[None])}
+        available = set(np.flatnonzero(obs[MASK_START:]).tolist())
+        explored = int(module.forward_exploration(batch, t=t)[Columns.ACTIONS][0])
+        greedy = int(module.forward_inference(batch)[Columns.ACTIONS][0])
+        assert explored in available and greedy in available
+        obs, _, terminated, _, _ = env.step(explored)
+        if terminated:
+            obs, _ = env.reset()
+
+
+def test_masked_module_q_values_and_targets():
+    module = _masked_module(0.0)
+    env = CabsEnv(requests=True)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(64)])
+    mask = obs[:, MASK_START:] > 0.5
+    q = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS].detach()
+    assert (q.numpy()[~mask] <= -1e8).all() and (q.numpy()[mask] > -1e8).all()
+    # Random choice is uniform over the available actions only.
+    module.epsilon_schedule.__init__(fixed_value_or_schedule=1.0, framework="torch")
+    one = torch.from_numpy(np.repeat(obs[:1], 4000, axis=0))
+    actions = module.forward_exploration({Columns.OBS: one}, t=0)[Columns.ACTIONS].numpy()
+    counts = np.bincount(actions, minlength=NUM_ACTIONS)
+    assert set(np.flatnonzero(counts)) == set(np.flatnonzero(mask[0]))
+    # The learner's double-Q target uses the masked online argmax at s'.
+    module.make_target_networks()
+    fwd = module.forward_train(
+        {Columns.OBS: torch.from_numpy(obs), Columns.NEXT_OBS: torch.from_numpy(obs[::-1].copy())}
+    )
+    next_best = fwd[QF_NEXT_PREDS].argmax(-1).numpy()
+    assert mask[::-1][np.arange(64), next_best].all()
+
+
+# ================================================================== Ray: the algorithm
+
+
+def _greedy_return(module, env_id: str, episodes: int, seed: int) -> float:
+    envs = [CabsEnv(requests=env_id == CABS_REQUESTS) for _ in range(episodes)]
+    obs = np.stack([env.reset(seed=seed + i)[0] for i, env in enumerate(envs)])
+    returns, alive = np.zeros(episodes), np.ones(episodes, dtype=bool)
+    with torch.no_grad():
+        while alive.any():
+            q = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
+            for i in np.flatnonzero(alive):
+                obs[i], reward, terminated, truncated, _ = envs[i].step(int(q[i].argmax()))
+                returns[i] += reward
+                alive[i] = not (terminated or truncated)
+    return float(returns.mean())
+
+
+def _unavailable_actions_taken(episodes) -> int:
+    bad = 0
+    for episode in episodes:
+        obs = np.asarray(episode.get_observations())
+        actions = np.asarray(episode.get_actions()).astype(int)
+        bad += int((obs[np.arange(len(actions)), MASK_START + actions] < 0.5).sum())
+    return bad
+
+
+def _small_config(env: str = CABS, runners: int = 2) -> ApexDQNConfig:
+    return (
+        cabs_config(ApexDQNConfig())
+        .environment(env)
+        .env_runners(num_env_runners=runners, num_envs_per_env_runner=4, rollout_fragment_length=16)
+        .apex(num_replay_buffer_shards=2, max_weight_sync_delay=64)
+        .training(num_steps_sampled_before_learning_starts=200, training_intensity=None)
+        .reporting(min_time_s_per_iteration=0.5)
+        .debugging(seed=0, log_level="ERROR")
+    )
+
+
+@pytest.mark.slow
+class TestApexMechanics:
+    """One 2-runner, 2-shard ApexDQN on Cabs-v0 shared by the mechanics checks."""
+
+    @pytest.fixture(scope="class")
+    def algo(self, ray_session):
+        algo = _small_config().build()
+        results = [algo.train() for _ in range(4)]
+        yield algo, results
+        algo.stop()
+
+    def test_runner_epsilons_on_built_algorithm(self, algo):
+        algo, results = algo
+        expected = {1: per_runner_epsilon(0, 2), 2: per_runner_epsilon(1, 2)}
+        assert algo.get_runner_epsilons() == pytest.approx(expected)
+        on_runners = dict(
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: (er.worker_index, current_epsilon(er)), local_env_runner=False
+            )
+        )
+        assert on_runners == pytest.approx(expected)
+        assert results[-1][APEX_RESULTS]["epsilon"] == pytest.approx(
+            {"runner_1": expected[1], "runner_2": expected[2]}
+        )
+
+    def test_greedy_sampling_is_epsilon_zero(self, algo):
+        algo, _ = algo
+
+        def _greedy_check(er):
+            episodes = er.sample(num_timesteps=64, explore=False)
+            obs = np.concatenate([np.asarray(e.get_observations())[:-1] for e in episodes])
+            actions = np.concatenate([np.asarray(e.get_actions()) for e in episodes])
+            q = er.module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
+            return bool((q.argmax(-1).numpy() == actions).all())
+
+        assert all(algo.env_runner_group.foreach_env_runner(_greedy_check, local_env_runner=False))
+
+    def test_sampling_continues_while_learning(self, algo):
+        algo, results = algo
+        sampled = [r[ENV_RUNNER_RESULTS][NUM_ENV_STEPS_SAMPLED_LIFETIME] for r in results]
+        updates = [r[APEX_RESULTS]["learner_updates_lifetime"] for r in results]
+        assert all(b > a for a, b in zip(sampled, sampled[1:], strict=False))
+        assert all(b > a for a, b in zip(updates[1:], updates[2:], strict=False))
+        # Sample requests were queued on the runners while the learner updated.
+        assert results[-1][APEX_RESULTS]["sample_requests_in_flight_at_update_mean"] >= 1.0
+        assert results[-1][APEX_RESULTS]["env_steps_sampled_lifetime"] == sampled[-1]
+
+    def test_runners_keep_sampling_during_slow_updates(self, algo):
+        algo, _ = algo
+        learner_update = algo.learner_group.update
+
+        def slow_update(*args, **kwargs):
+            time.sleep(0.4)
+            return learner_update(*args, **kwargs)
+
+        algo.learner_group.update = slow_update
+        try:
+            result = algo.train()
+        finally:
+            algo.learner_group.update = learner_update
+        apex = result[APEX_RESULTS]
+        fragment = 4 * 16
+        # The driver sat in (slow) updates nearly all the time, yet every update came with
+        # at least one fresh fragment: the runners did not wait for the learner.
+        assert apex["learner_updates_per_s"] > 0
+        updates_this_iter = apex["learner_updates_per_s"] * result["time_this_iter_s"]
+        assert apex["env_steps_sampled_per_s"] * result["time_this_iter_s"] >= (
+            fragment * max(updates_this_iter, 1)
+        )
+
+    def test_priorities_written_back(self, algo):
+        algo, results = algo
+        stats = algo.replay_stats()
+        assert all(s["num_priority_updates"] > 0 for s in stats)
+        assert all(s["num_env_steps"] > 0 for s in stats)
+        replay = results[-1][APEX_RESULTS]["replay"]
+        assert set(replay) == {"shard_0", "shard_1"}
+        # Non-uniform sampling: importance weights vary within a batch.
+        import ray
+
+        batch = ray.get(algo.replay_shards[0].sample.remote(256, 3, 0.99, 0.4))[0]
+        assert batch["weights"].std() > 0
+        assert 0 < batch["weights"].min() < batch["weights"].max() <= 1.0
+
+    def test_weight_sync_advances_runner_seq_no(self, algo):
+        algo, results = algo
+        seq = dict(
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: (er.worker_index, er._weights_seq_no), local_env_runner=False
+            )
+        )
+        assert all(v > 0 for v in seq.values())
+        algo.train()
+        seq2 = dict(
+            algo.env_runner_group.foreach_env_runner(
+                lambda er: (er.worker_index, er._weights_seq_no), local_env_runner=False
+            )
+        )
+        assert all(seq2[k] > seq[k] for k in seq)
+        apex = results[-1][APEX_RESULTS]
+        assert apex["weight_syncs_lifetime"] > 0
+        assert set(apex["weight_sync_lag_updates"]) == {"runner_1", "runner_2"}
+
+
+@pytest.mark.slow
+def test_apex_learns_cabs(ray_session):
+    """as-test: greedy return >= 2,500 (mean of 5 episodes) within 60 s of training."""
+    algo = cabs_config(ApexDQNConfig()).environment(CABS).debugging(seed=0, log_level="ERROR")
+    algo = algo.build()
+    try:
+        train_s, best, it = 0.0, -np.inf, 0
+        while train_s < 60.0 and best < 2500:
+            t0 = time.perf_counter()
+            algo.train()
+            train_s += time.perf_counter() - t0
+            it += 1
+            module = algo.learner_group._learner.module[DEFAULT_MODULE_ID]
+            best = max(best, _greedy_return(module, CABS, 5, seed=1000 * it))
+        assert best >= 2500, f"greedy return {best:.0f} after {train_s:.1f} s of training"
+    finally:
+        algo.stop()
+
+
+@pytest.mark.slow
+def test_masked_module_with_apex_and_stock_dqn(ray_session):
+    """CabsRequests-v0: runners (Ape-X, remote) and DQN (local runner) never pick an
+    unavailable action while exploring, nor greedily."""
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    spec = dqn_module_spec(CABS_REQUESTS, {"fcnet_hiddens": [64]})
+    apex = _small_config(CABS_REQUESTS, runners=1).rl_module(rl_module_spec=spec).build()
+    try:
+        apex.train()
+
+        def _bad(er):
+            return _unavailable_actions_taken(er.sample(num_timesteps=256)) + (
+                _unavailable_actions_taken(er.sample(num_timesteps=128, explore=False))
+            )
+
+        assert apex.env_runner_group.foreach_env_runner(_bad, local_env_runner=False) == [0]
+    finally:
+        apex.stop()
+
+    dqn = (
+        DQNConfig()
+        .environment(CABS_REQUESTS)
+        .env_runners(num_env_runners=0, rollout_fragment_length=32)
+        .training(num_steps_sampled_before_learning_starts=64, train_batch_size=32)
+        .rl_module(rl_module_spec=spec)
+        .reporting(min_sample_timesteps_per_iteration=128)
+        .debugging(seed=0, log_level="ERROR")
+        .build()
+    )
+    try:
+        dqn.train()
+        assert _unavailable_actions_taken(dqn.env_runner.sample(num_timesteps=256)) == 0
+    finally:
+        dqn.stop()
+
+
+def test_register_makes_a_tune_trainable():
+    from ray.tune.registry import get_trainable_cls
+
+    assert register() == "ApexDQN"
+    assert get_trainable_cls("ApexDQN") is ApexDQN
