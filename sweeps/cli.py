@@ -44,6 +44,8 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "checkpoint_freq": 5,  # ~20 ms and ~1.4 MB per cab DQN checkpoint (replay buffer not stored)
     "max_failures": 2,
     "address": None,
+    "env_runner_resource": "auto",
+    "placement_strategy": "PACK",
     "variant": "base",
     "tm_seed": 0,
     "progress_interval_s": 20.0,
@@ -174,6 +176,17 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     r.add_argument("--num-learners", type=_count(0), help="remote learners (0: in the trial)")
     r.add_argument(
         "--address", help="existing Ray cluster to run on (e.g. auto); default: start a local Ray"
+    )
+    r.add_argument(
+        "--env-runner-resource",
+        metavar="NAME",
+        help="custom resource that only CPU worker nodes declare; env runners ask for 0.01 of it "
+        "so they run there (auto: cpu_worker if the cluster declares it; none: no constraint)",
+    )
+    r.add_argument(
+        "--placement-strategy",
+        choices=["PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD"],
+        help="how a trial's bundles spread over nodes (RLlib's placement_strategy)",
     )
 
     o = p.add_argument_group("output")

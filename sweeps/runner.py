@@ -27,6 +27,7 @@ from ray.tune.callback import Callback
 from sweeps import keys
 from sweeps.cli import build_parser, parse_args
 from sweeps.placement import UsageError, make_plan
+from sweeps.placement import configure as configure_placement
 from sweeps.record import (
     git_commit,
     machine,
@@ -112,11 +113,11 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         config.reporting(
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
         )
-    if args.num_gpus_per_learner is None:
-        has_gpu = ray.cluster_resources().get("GPU", 0) > 0
-        config.learners(num_gpus_per_learner=1 if has_gpu else 0)
     algo_cls = config.algo_class
     try:
+        # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
+        # CPU fallback for a GPU node without CUDA (sweeps/placement.py, sweeps/gpu.py).
+        configure_placement(config, args, ray.cluster_resources())
         plan = make_plan(algo_cls, config, args.max_concurrent_trials)
     except UsageError as e:
         print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)

@@ -12,11 +12,21 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 
 
 @pytest.fixture(scope="session")
-def ray_session():
-    """A local Ray instance shared by every test that needs one."""
+def _ray_session_end():
+    """Shuts the session's local Ray down once, at the end of the session."""
+    yield
+    import ray
+
+    ray.shutdown()
+
+
+@pytest.fixture
+def ray_session(_ray_session_end):
+    """A local Ray instance shared by every test that needs one: started on first use and kept
+    for the session; started again if a module that needs its own Ray (``tests/test_cluster.py``,
+    simulated clusters) shut it down in between."""
     import ray
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
+    return ray
