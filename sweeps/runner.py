@@ -13,6 +13,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import re
 import signal
 import sys
@@ -188,15 +189,23 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     if args.resume:
         # The same config and param space as the first start (rebuilt from the recorded args);
         # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
+        try:
+            tuner = tune.Tuner.restore(
+                str(experiment),
+                trainable=algo_cls,
+                param_space=param_space,
+                resume_unfinished=True,
+                restart_errored=True,
+            )
+        except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
+            msg = error_line(f"{type(e).__name__}: {e}")
+            print(
+                f"{build_parser(sweep).prog}: error: cannot restore {experiment}: {msg}",
+                file=sys.stderr,
+            )
+            return 2
         record = _resumed_record(record_path, args)
         write_record(record_path, record)
-        tuner = tune.Tuner.restore(
-            str(experiment),
-            trainable=algo_cls,
-            param_space=param_space,
-            resume_unfinished=True,
-            restart_errored=True,
-        )
         return _fit(tuner, sweep, args, record, record_path, experiment)
     write_record(record_path, record)
 
@@ -243,6 +252,11 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
 # the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.
 _INTERRUPTED = threading.Event()
 FAILURES_FILE = "failures.jsonl"
+# Seconds between saves of Tune's experiment state (which trials exist, their status and latest
+# checkpoint). Tune's "auto" saves at most every 10 s: a trial started and killed (SIGKILL, a lost
+# node) within that window is not in the saved state, so a resume reruns its configuration as a
+# new trial and leaves the old folder orphaned. A save is a few MB of JSON: cheap at this period.
+EXPERIMENT_STATE_PERIOD_S = 2
 
 
 class InterruptWatch(Callback):
@@ -349,6 +363,7 @@ def _resumed_record(record_path: Path, args) -> dict[str, Any]:
 
 def _fit(tuner, sweep, args, record, record_path, experiment) -> int:
     """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (state saved, exit 130)."""
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(EXPERIMENT_STATE_PERIOD_S))
     previous_int = signal.getsignal(signal.SIGINT)
     previous_term = signal.getsignal(signal.SIGTERM)
 

@@ -1,0 +1,438 @@
+"""Reliability: bad input refused before Ray starts, seeded search, failing trials retried from
+their checkpoints, and an interrupted (SIGKILL, SIGTERM) sweep resumed with ``--resume`` alone.
+
+The training tests use the cheapest trial there is (DQN on cabs, no remote env runner, 2,000 env
+steps = 2 iterations) and share the session's Ray instance (subprocesses join it with --address).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sweeps import keys
+
+REPO = Path(__file__).resolve().parents[1]
+STOP = 2000  # env steps per trial in the training tests (DQN cabs: 2 iterations of 1,024)
+
+
+# ------------------------------------------------------------------------------------------------
+# Helpers
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_ray(monkeypatch):
+    """Fail the test if anything tries to start or join Ray."""
+    import ray
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("ray.init called on bad input")
+
+    monkeypatch.setattr(ray, "init", refuse)
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "error" in lines[0]
+    return lines[0]
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() if p.is_file() else b"<dir>"
+        for p in sorted(root.rglob("*"))
+    }
+
+
+def _rows(trial: Path) -> list[dict]:
+    """A trial's result rows; a half-written last line (a killed driver) is ignored."""
+    rows = []
+    try:
+        lines = (trial / "result.json").read_text().splitlines()
+    except OSError:
+        return rows
+    for line in lines:
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            pass
+    return rows
+
+
+def _trials(experiment: Path) -> list[Path]:
+    if not experiment.is_dir():
+        return []
+    return sorted(p for p in experiment.iterdir() if p.is_dir() and p.name.startswith("DQN_"))
+
+
+def _finished(experiment: Path) -> list[Path]:
+    return [
+        t
+        for t in _trials(experiment)
+        if any(keys.get(r, keys.ENV_STEPS, 0) >= STOP for r in _rows(t))
+    ]
+
+
+def _terminated(experiment: Path) -> set[str]:
+    """Trials the latest saved Tune experiment state holds as finished."""
+    states = sorted(experiment.glob("experiment_state-*.json"), key=lambda p: p.stat().st_mtime)
+    try:
+        data = json.loads(states[-1].read_text()) if states else {}
+        trials = [json.loads(t[0]) for t in data.get("trial_data", [])]
+    except (OSError, json.JSONDecodeError, IndexError, TypeError):
+        return set()
+    return {t["trial_id"] for t in trials if t.get("status") == "TERMINATED"}
+
+
+def _record(experiment: Path) -> dict:
+    return json.loads((experiment / "run.json").read_text())
+
+
+def _fake_sweep_folder(path: Path, sweep: str = "dqn_cabs", state: bool = True, **record) -> Path:
+    """A folder that looks like an interrupted sweep to the CLI's checks (no real Tune state)."""
+    from sweeps import dqn_cabs
+    from sweeps.cli import parse_args
+
+    args = parse_args(dqn_cabs.SWEEP, ["--storage-path", str(path.parent), "--name", path.name])
+    path.mkdir(parents=True)
+    recorded = {k: v for k, v in vars(args).items() if k != "argv"}
+    body = {"sweep": sweep, "kind": "sweep", "status": "interrupted", "args": recorded, **record}
+    (path / "run.json").write_text(json.dumps(body))
+    if state:
+        (path / "tuner.pkl").write_bytes(b"")
+        (path / "experiment_state-2026-01-01_00-00-00.json").write_text("{}")
+    return path
+
+
+# ------------------------------------------------------------------------------------------------
+# Bad input: one line, exit 2, nothing written, Ray never started
+# ------------------------------------------------------------------------------------------------
+
+BAD_SWEEP_ARGS = {
+    "negative count": ["--num-samples", "-1"],
+    "non-numeric count": ["--stop-timesteps", "many"],
+    "float count": ["--num-env-runners", "1.5"],
+    "negative retries": ["--max-failures", "-2"],
+    "non-numeric checkpoint freq": ["--checkpoint-freq", "often"],
+    "unknown flag": ["--num-samplez", "3"],
+    "abbreviated flag": ["--num-sample", "3"],
+    "env config not json": ["--env-config-json", "{fail_at_step: 3}"],
+    "env config not an object": ["--env-config-json", "[300]"],
+    "env config unknown key": ["--env-config-json", '{"fail_at_stop": 300}'],
+    "env config ill-typed": ["--env-config-json", '{"fail_at_step": "300"}'],
+    "env config bool as int": ["--env-config-json", '{"fail_at_step": true}'],
+    "env config zero step": ["--env-config-json", '{"fail_at_step": 0}'],
+    "env config has a flag": ["--env-config-json", '{"tm_seed": 2}'],
+    "resume to nothing": ["--resume", "{tmp}/missing"],
+    "resume to a file": ["--resume", "{tmp}/a-file"],
+    "resume to an empty folder": ["--resume", "{tmp}/empty"],
+    "resume to another sweep": ["--resume", "{tmp}/impala-sweep"],
+    "resume without Tune state": ["--resume", "{tmp}/never-started"],
+    "resume with damaged run.json": ["--resume", "{tmp}/damaged"],
+    "resume a finished sweep": ["--resume", "{tmp}/finished"],
+    "resume with changed settings": ["--resume", "{tmp}/interrupted", "--num-samples", "9"],
+    "storage under a file": ["--storage-path", "{tmp}/a-file/runs"],
+    "name clash": ["--name", "interrupted", "--storage-path", "{tmp}"],
+}
+
+
+@pytest.fixture
+def sweep_folders(tmp_path: Path) -> Path:
+    (tmp_path / "a-file").write_text("not a folder\n")
+    (tmp_path / "empty").mkdir()
+    _fake_sweep_folder(tmp_path / "impala-sweep", sweep="impala_cabs")
+    _fake_sweep_folder(tmp_path / "never-started", state=False)
+    _fake_sweep_folder(tmp_path / "damaged")
+    (tmp_path / "damaged" / "run.json").write_text('{"sweep": "dqn_cabs", "args": {')
+    _fake_sweep_folder(tmp_path / "finished", status="finished")
+    _fake_sweep_folder(tmp_path / "interrupted")
+    return tmp_path
+
+
+@pytest.mark.parametrize("argv", BAD_SWEEP_ARGS.values(), ids=BAD_SWEEP_ARGS.keys())
+def test_bad_sweep_input_refused(argv, sweep_folders, capsys, no_ray):
+    from sweeps import dqn_cabs
+
+    tmp = sweep_folders
+    before = _snapshot(tmp)
+    argv = [a.replace("{tmp}", str(tmp)) for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        dqn_cabs.main(["--storage-path", str(tmp / "runs"), *argv])
+    assert exc.value.code == 2
+    line = _one_error_line(capsys)
+    assert line.startswith("python sweeps/dqn_cabs.py: error: ")
+    assert _snapshot(tmp) == before  # nothing created, nothing changed
+
+
+def test_refusals_say_what_to_do(sweep_folders, capsys, no_ray):
+    from sweeps import dqn_cabs
+
+    tmp = sweep_folders
+    cases = {
+        ("--name", "interrupted", "--storage-path", str(tmp)): f"--resume {tmp / 'interrupted'}",
+        ("--resume", str(tmp / "impala-sweep")): "python sweeps/impala_cabs.py --resume",
+        ("--resume", str(tmp / "empty")): "not a sweep folder",
+        ("--resume", str(tmp / "never-started")): "no Tune experiment state",
+        ("--resume", str(tmp / "interrupted"), "--seed", "3"): "drop --seed",
+        ("--env-config-json", '{"fail_at_stop": 1}'): "unknown cab env config key",
+    }
+    for argv, hint in cases.items():
+        with pytest.raises(SystemExit):
+            dqn_cabs.main(list(argv))
+        assert hint in _one_error_line(capsys)
+
+
+def test_env_config_flag_is_cab_only(tmp_path, capsys, no_ray):
+    from sweeps import dqn_pong
+
+    with pytest.raises(SystemExit) as exc:
+        dqn_pong.main(["--storage-path", str(tmp_path / "runs"), "--env-config-json", "{}"])
+    assert exc.value.code == 2
+    _one_error_line(capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
+    from sweeps import dqn_cabs, runner
+
+    def broken(args):
+        raise ValueError("cab env config 'tm_seed' must be an int >= 0, got -1")
+
+    sweep = runner.Sweep(
+        name="broken",
+        algo="dqn",
+        env="cabs",
+        make_config=broken,
+        sample_params=dqn_cabs.sample_params,
+    )
+    assert runner.run(sweep, ["--storage-path", str(tmp_path / "runs")]) == 2
+    assert "tm_seed" in _one_error_line(capsys)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_resume_rebuilds_the_recorded_arguments(tmp_path, no_ray):
+    from sweeps import dqn_cabs
+    from sweeps.cli import parse_args
+
+    folder = _fake_sweep_folder(tmp_path / "old")
+    record = _record(folder)
+    record["args"].update(num_samples=3, seed=7, address="10.0.0.1:6379", verbose=True)
+    record["args"]["env_config"] = {"fail_at_step": 30}
+    (folder / "run.json").write_text(json.dumps(record))
+
+    args = parse_args(dqn_cabs.SWEEP, ["--resume", str(folder), "--progress-interval-s", "3"])
+    assert args.resume == str(folder.resolve())
+    assert (args.num_samples, args.seed, args.env_config) == (3, 7, {"fail_at_step": 30})
+    # Runtime flags come from this command line, not from the record.
+    assert (args.address, args.verbose, args.progress_interval_s) == (None, False, 3.0)
+    assert Path(args.storage_path) / args.name == folder.resolve()
+    config = dqn_cabs.make_config(args)  # the same config as the first start
+    assert config.env_config["fail_at_step"] == 30
+
+
+BAD_ANALYSIS_ARGS = {
+    "unknown flag": ["collect", "--bogus", "{tmp}", "--out", "{tmp}/out/runs.csv"],
+    "no command": [],
+    "missing run folder": ["collect", "{tmp}/missing", "--out", "{tmp}/out/runs.csv"],
+    "not an experiment": ["report", "{tmp}/empty", "--out", "{tmp}/out"],
+    "out under a file": ["report", "{tmp}/empty", "--out", "{tmp}/a-file/out"],
+    "missing csv": ["report", "{tmp}/missing.csv", "--out", "{tmp}/out"],
+}
+
+
+@pytest.mark.parametrize("argv", BAD_ANALYSIS_ARGS.values(), ids=BAD_ANALYSIS_ARGS.keys())
+def test_bad_analysis_input_refused(argv, tmp_path, capsys, no_ray):
+    from analysis.__main__ import main
+
+    (tmp_path / "a-file").write_text("x\n")
+    (tmp_path / "empty").mkdir()
+    before = _snapshot(tmp_path)
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    assert _one_error_line(capsys).startswith("python -m analysis")
+    assert _snapshot(tmp_path) == before
+
+
+# ------------------------------------------------------------------------------------------------
+# Reproducibility
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("search", ["optuna", "random"])
+def test_same_seed_same_suggestions(search, tmp_path):
+    from sweeps import dqn_cabs
+    from sweeps.cli import parse_args
+    from sweeps.runner import make_searcher
+
+    def first_suggestions(seed: int) -> list[dict]:
+        argv = ["--storage-path", str(tmp_path), "--seed", str(seed), "--search", search]
+        searcher = make_searcher(dqn_cabs.SWEEP, parse_args(dqn_cabs.SWEEP, argv), "m")
+        return [searcher.suggest(f"trial_{i}") for i in range(3)]
+
+    assert first_suggestions(0) == first_suggestions(0)
+    assert first_suggestions(0) != first_suggestions(1)
+
+
+# ------------------------------------------------------------------------------------------------
+# Faults: a trial that fails is retried from its checkpoint; one that keeps failing ends the sweep
+# ------------------------------------------------------------------------------------------------
+
+
+def _dqn_cabs(tmp_path: Path, *argv: str) -> tuple[int, Path]:
+    from sweeps import dqn_cabs
+
+    common = ["--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"]
+    budget = ["--stop-timesteps", str(STOP), "--eval-episodes", "1", "--progress-interval-s", "600"]
+    return dqn_cabs.main([*common, *budget, *argv]), tmp_path / "exp"
+
+
+@pytest.mark.slow
+def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_session):
+    marker = tmp_path / "failed-once"
+    # Step 1,500 of the trial process: in the second iteration, after the first checkpoint.
+    env_config = json.dumps({"fail_at_step": 1500, "fail_marker": str(marker)})
+    rc, experiment = _dqn_cabs(
+        tmp_path, "--checkpoint-freq", "1", "--max-failures", "2", "--env-config-json", env_config
+    )
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert marker.exists()  # the failure did happen
+    record = _record(experiment)
+    assert record["status"] == "finished"
+    (failure,) = record["failures"]
+    assert failure["retried"] and failure["iteration"] == 1
+    assert "injected failure at step 1500" in failure["error"]
+    assert re.search(r"failure 1 of trial \w+ .*retried from its last checkpoint: .*injected", out)
+    (trial,) = _trials(experiment)
+    rows = _rows(trial)
+    # Restored from the iteration-1 checkpoint: iteration 2 follows, iteration 1 is not redone.
+    assert [r["training_iteration"] for r in rows] == [1, 2]
+    assert keys.get(rows[-1], keys.ENV_STEPS) >= STOP
+
+
+@pytest.mark.slow
+def test_trial_that_keeps_failing_fails_the_sweep(tmp_path, capsys, ray_session):
+    rc, experiment = _dqn_cabs(
+        tmp_path, "--max-failures", "0", "--env-config-json", '{"fail_at_step": 50}'
+    )
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert re.search(r"ERROR in DQN_\w+: RuntimeError: injected failure at step 50", out), out
+    record = _record(experiment)
+    assert record["status"] == "failed"
+    assert [f["retried"] for f in record["failures"]] == [False]
+
+
+# ------------------------------------------------------------------------------------------------
+# Resume: SIGKILL, then SIGTERM, then --resume to the end
+# ------------------------------------------------------------------------------------------------
+
+
+def _start(argv: list[str], log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "sweeps/dqn_cabs.py", *argv],
+        cwd=REPO,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: killed as a whole
+    )
+
+
+def _wait_for(condition, proc: subprocess.Popen, log: Path, timeout_s: float = 180.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if proc.poll() is not None:
+            pytest.fail(f"sweep exited ({proc.returncode}) early:\n{log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+
+
+def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=60)
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
+    address = ray_session.get_runtime_context().gcs_address
+    experiment = tmp_path / "exp"
+    first = [
+        *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "3"),
+        *("--max-concurrent-trials", "1", "--stop-timesteps", str(STOP), "--eval-episodes", "1"),
+        *("--checkpoint-freq", "1", "--progress-interval-s", "600", "--address", address),
+    ]
+    procs = []
+    try:
+        # 1. Start; SIGKILL the driver once a trial finished (its results complete and Tune's
+        # saved state says so) and the next one started.
+        log1 = tmp_path / "1.log"
+        procs.append(proc := _start(first, log1))
+
+        def one_done_next_started() -> bool:
+            finished = {t.name.removeprefix("DQN_") for t in _finished(experiment)}
+            return bool(finished & _terminated(experiment)) and len(_trials(experiment)) >= 2
+
+        _wait_for(one_done_next_started, proc, log1)
+        _kill_group(proc)
+        assert proc.returncode == -signal.SIGKILL
+        done = {
+            t.name: (t / "result.json").read_text()
+            for t in _finished(experiment)
+            if t.name.removeprefix("DQN_") in _terminated(experiment)
+        }
+        assert done
+        assert _record(experiment)["status"] == "running"  # as a killed sweep leaves it
+
+        # 2. Resume with the path alone; SIGTERM it once it reported again: it stops cleanly.
+        log2 = tmp_path / "2.log"
+        started = time.time()
+        procs.append(proc := _start(["--resume", str(experiment), "--address", address], log2))
+
+        def reported_again() -> bool:
+            rows = [r for t in _trials(experiment) for r in _rows(t)]
+            return any(r.get("timestamp", 0) > started for r in rows)
+
+        _wait_for(reported_again, proc, log2)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 130, log2.read_text()[-3000:]
+        out2 = log2.read_text()
+        match = re.search(r"interrupted; continue with: (python sweeps/dqn_cabs\.py .*)", out2)
+        assert match, out2[-3000:]
+        assert match.group(1) == f"python sweeps/dqn_cabs.py --resume {experiment}"
+        assert _record(experiment)["status"] == "interrupted"
+
+        # 3. The printed command (and --address) finishes the sweep.
+        log3 = tmp_path / "3.log"
+        procs.append(proc := _start([*match.group(1).split()[2:], "--address", address], log3))
+        assert proc.wait(timeout=240) == 0, log3.read_text()[-3000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _kill_group(p)
+
+    record = _record(experiment)
+    assert record["status"] == "finished"
+    assert [r["previous_status"] for r in record["resumes"]] == ["running", "interrupted"]
+    trials = _trials(experiment)
+    assert len(trials) == 3 == len(_finished(experiment))
+    for name, text in done.items():  # finished trials keep their results, untouched
+        assert (experiment / name / "result.json").read_text() == text
