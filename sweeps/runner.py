@@ -295,11 +295,16 @@ class FailureLog(Callback):
 
     @staticmethod
     def _log(trial: Any, retried: bool) -> None:
+        latest = trial.latest_checkpoint_result
         entry = {
             "trial": trial.trial_id,
             "failure": trial.num_failures,
             "retried": retried,
             "iteration": (trial.last_result or {}).get("training_iteration", 0),
+            # The iteration a retry resumes from (0: from the start, no checkpoint yet).
+            "checkpoint_iteration": (latest.metrics or {}).get("training_iteration", 0)
+            if latest
+            else 0,
             "error": _last_error_line(trial.error_file),
             "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
@@ -483,7 +488,14 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
         hp = {h: _dotted(best.config, h) for h in record["hyperparameters"]}
         print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
     for f in failures:
-        what = "retried from its last checkpoint" if f["retried"] else "not retried"
+        start = f.get("checkpoint_iteration", 0)
+        what = (
+            "not retried"
+            if not f["retried"]
+            else f"retried from its checkpoint at iteration {start}"
+            if start
+            else "retried from the start (no checkpoint yet)"
+        )
         print(
             f"[sweep] failure {f['failure']} of trial {f['trial']} (after iteration "
             f"{f['iteration']}), {what}: {f['error']}"

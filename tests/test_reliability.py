@@ -315,9 +315,11 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
     record = _record(experiment)
     assert record["status"] == "finished"
     (failure,) = record["failures"]
-    assert failure["retried"] and failure["iteration"] == 1
+    assert failure["retried"] and failure["iteration"] == failure["checkpoint_iteration"] == 1
     assert "injected failure at step 1500" in failure["error"]
-    assert re.search(r"failure 1 of trial \w+ .*retried from its last checkpoint: .*injected", out)
+    assert re.search(
+        r"failure 1 of trial \w+ .*retried from its checkpoint at iteration 1: .*injected", out
+    )
     (trial,) = _trials(experiment)
     rows = _rows(trial)
     # Restored from the iteration-1 checkpoint: iteration 2 follows, iteration 1 is not redone.
