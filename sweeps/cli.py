@@ -66,6 +66,7 @@ SMOKE_DEFAULTS: dict[str, Any] = {
     "grace_period": 200,
     "time_budget_s": 240.0,
     "progress_interval_s": 5.0,
+    "iteration_s": 1.0,
 }
 
 
