@@ -11,7 +11,16 @@ import pytest
 
 from sweeps import keys
 
-SWEEPS = ["dqn_cabs", "impala_cabs", "appo_cabs", "dqn_pong", "impala_pong", "appo_pong"]
+SWEEPS = [
+    "dqn_cabs",
+    "apex_cabs",
+    "impala_cabs",
+    "appo_cabs",
+    "dqn_pong",
+    "apex_pong",
+    "impala_pong",
+    "appo_pong",
+]
 
 
 def _run(name: str, tmp_path: Path, *argv: str) -> tuple[int, Path]:
