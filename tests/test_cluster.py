@@ -207,6 +207,27 @@ def test_plan_counts_trials_by_node():
     assert trials_that_fit([worker, worker], [runner] * 3, "STRICT_PACK") == 2
 
 
+def test_cpu_fallback_learner_without_cuda(caplog):
+    """A learner given a GPU on a machine without CUDA builds on the CPU, with one warning; RLlib's
+    own learner class fails there."""
+    import torch
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    from envs.cabs import CabsEnv
+    from sweeps.gpu import FALLBACK_WARNING, CpuFallbackLearner, with_cpu_fallback
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: no fallback to test")
+    config = DQNConfig().environment(CabsEnv).learners(num_gpus_per_learner=1)
+    with pytest.raises((AssertionError, RuntimeError)):
+        config.build_learner(env=CabsEnv())
+    with_cpu_fallback(config)
+    assert issubclass(config.learner_class, CpuFallbackLearner)
+    learner = config.build_learner(env=CabsEnv())
+    assert str(learner._device) == "cpu"
+    assert caplog.text.count(FALLBACK_WARNING) == 1
+
+
 def test_worker_node_lost_mid_trial_is_survived(cluster, tmp_path):
     """A CPU worker holding a trial's env runner dies mid-trial: the placement group bundle is
     rescheduled on a spare worker, RLlib restarts the env runner (or Tune retries the trial)
