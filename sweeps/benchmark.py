@@ -69,7 +69,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated env-runner counts (scaling); default: each sweep's own",
     )
     p.add_argument(
-        "--time-budget-s", type=float, default=120.0, help="training budget per configuration"
+        "--time-budget-s", type=float, default=120.0, help="training wall-clock budget per trial"
     )
     p.add_argument(
         "--stop-timesteps",
@@ -114,7 +114,8 @@ def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str)
         "--benchmark-seeds", str(args.seeds),
         "--seed", str(args.seed),
         "--stop-reward", str(_stop_reward(args)),
-        "--time-budget-s", str(args.time_budget_s * args.seeds),
+        "--stop-train-time-s", str(args.time_budget_s),
+        "--stop-timesteps", str(args.stop_timesteps or 10**9),
         "--iteration-s", str(args.iteration_s),
         "--max-concurrent-trials", "1",  # fair timing: one trial owns the machine
         "--storage-path", args.storage_path,
@@ -124,8 +125,6 @@ def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str)
         cmd += ["--variant", args.variant]
     if runners is not None:
         cmd += ["--num-env-runners", str(runners)]
-    if args.stop_timesteps is not None:
-        cmd += ["--stop-timesteps", str(args.stop_timesteps)]
     print(f"[benchmark] {' '.join(cmd[1:])}", flush=True)
     return subprocess.call(cmd)
 

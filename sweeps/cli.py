@@ -28,6 +28,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "stop_timesteps": 50_000,
     "stop_reward": None,
     "time_budget_s": None,
+    "stop_train_time_s": None,
     "storage_path": "runs",
     "name": None,
     "seed": 0,
@@ -157,6 +158,11 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         help="stop a trial once its return reaches this (greedy return on cabs)",
     )
     b.add_argument("--time-budget-s", type=_positive_float, help="wall-clock budget of the sweep")
+    b.add_argument(
+        "--stop-train-time-s",
+        type=_positive_float,
+        help="stop a trial after this much training wall-clock (evaluation excluded)",
+    )
     b.add_argument(
         "--as-test",
         action="store_true",

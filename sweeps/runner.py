@@ -152,6 +152,10 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     def stopper(trial_id: str, result: dict) -> bool:
         if (keys.get(result, keys.ENV_STEPS) or 0) >= args.stop_timesteps:
             return True
+        if args.stop_train_time_s and (keys.get(result, keys.TRAIN_TIME_S) or 0) >= (
+            args.stop_train_time_s
+        ):
+            return True
         reached = keys.get(result, _stop_key(sweep))
         return stop_reward is not None and reached is not None and reached >= stop_reward
 
@@ -173,7 +177,11 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         "base_config": config.to_dict(),
         "metric": metric,
         "mode": "max",
-        "stop": {env_steps: args.stop_timesteps, stop_key: stop_reward},
+        "stop": {
+            env_steps: args.stop_timesteps,
+            stop_key: stop_reward,
+            keys.flat(keys.TRAIN_TIME_S): args.stop_train_time_s,
+        },
         "scheduler": scheduler_info,
         "optimum": optimum,
         "targets": _targets(sweep, optimum),
