@@ -153,3 +153,13 @@ def test_search_space_records_real_values():
     space = search_space_description(dqn_cabs.sample_params)
     assert space["hp/lr"].startswith("loguniform")
     assert space["hp/one_minus_gamma"].startswith("loguniform")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["apex_cabs", "appo_cabs"])
+def test_smoke_request_variant(name, tmp_path, ray_session):
+    """The masked modules (Q-values for DQN/Ape-X, logits for IMPALA/APPO) build and train."""
+    rc, experiment = _run(name, tmp_path, "--smoke", "--num-samples", "1", "--variant", "requests")
+    assert rc == 0
+    record = json.loads((experiment / "run.json").read_text())
+    assert record["env_id"] == "CabsRequests-v0" and record["status"] == "finished"
