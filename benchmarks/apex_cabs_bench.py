@@ -78,9 +78,16 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
             training_intensity=args.intensity,
             target_network_update_freq=args.target_freq,
             num_steps_sampled_before_learning_starts=args.learning_starts,
+            td_error_loss_fn=args.loss,
         )
+        config.apex(replay_batches_per_request=args.batches_per_request)
         config.reporting(min_time_s_per_iteration=args.iter_s)
     else:  # RLlib's DQN with the settings of the brief (sweeps/dqn_cabs.py defaults)
+        import torch
+
+        # Fair to DQN: one torch thread in the driver (its learner), as ApexDQN sets for its
+        # local learner; torch's default (a thread per core) is ~10x slower on 2 busy cores.
+        torch.set_num_threads(1)
         config = DQNConfig().training(
             lr=args.lr,
             gamma=0.99,
@@ -207,8 +214,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sync-delay", type=int, default=256)
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--intensity", type=float, default=1.0)
-    parser.add_argument("--target-freq", type=int, default=500)
+    parser.add_argument("--intensity", type=float, default=4.0)
+    parser.add_argument("--target-freq", type=int, default=2000, help="trained env steps")
+    parser.add_argument("--loss", choices=("mse", "huber"), default="mse")
+    parser.add_argument("--batches-per-request", type=int, default=4)
     parser.add_argument("--learning-starts", type=int, default=1000)
     parser.add_argument("--hiddens", type=int, nargs="+", default=[256])
     parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")
@@ -222,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     from envs import register_envs
 
     register_envs()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         if args.throughput:
             rows = [throughput(args, n) for n in (1, 2)]

@@ -66,20 +66,27 @@ import ray
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig, NotProvided
 from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
 from ray.rllib.algorithms.dqn.dqn import DQN, DQNConfig
+from ray.rllib.algorithms.dqn.dqn_learner import DQNLearner
+from ray.rllib.algorithms.dqn.torch.dqn_torch_learner import DQNTorchLearner
 from ray.rllib.core import (
     COMPONENT_LEARNER,
     COMPONENT_RL_MODULE,
     DEFAULT_MODULE_ID,
 )
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.utils import update_target_network
+from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
+    LAST_TARGET_UPDATE_TS,
     LEARNER_RESULTS,
     LEARNER_UPDATE_TIMER,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_TARGET_UPDATES,
     TD_ERROR_KEY,
     TIMERS,
 )
@@ -582,6 +589,39 @@ def sample_and_store(
     }
 
 
+# ============================================================================ learner
+
+
+class ApexDQNTorchLearner(DQNTorchLearner):
+    """RLlib's DQN torch learner and loss, unchanged, except for the target-network clock.
+
+    RLlib's new-stack DQN syncs the target network every ``target_network_update_freq``
+    *sampled* env steps. With asynchronous actors the sampling rate is decoupled from the
+    learner's, so that would make the target period, in gradient steps, depend on how fast the
+    actors run. As in old RLlib Ape-X, the period counts *trained* env steps here (the
+    ``NUM_ENV_STEPS_TRAINED_LIFETIME`` entry of ``timesteps``); learning-rate schedules keep
+    RLlib's sampled-steps clock.
+    """
+
+    @override(DQNTorchLearner)
+    def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        # TorchLearner / Learner parts (lr schedules, ...) on the sampled clock; skips
+        # DQNLearner's own target update, done below on the trained clock.
+        super(DQNLearner, self).after_gradient_based_update(timesteps=timesteps)
+        trained = timesteps.get(NUM_ENV_STEPS_TRAINED_LIFETIME, 0)
+        for module_id, module in self.module._rl_modules.items():
+            config = self.config.get_config_for_module(module_id)
+            if not isinstance(module.unwrapped(), TargetNetworkAPI):
+                continue
+            if trained - self.last_update_ts_by_mid[module_id] < config.target_network_update_freq:
+                continue
+            for main_net, target_net in module.unwrapped().get_target_network_pairs():
+                update_target_network(main_net=main_net, target_net=target_net, tau=config.tau)
+            self.metrics.log_value((module_id, NUM_TARGET_UPDATES), 1, reduce="lifetime_sum")
+            self.last_update_ts_by_mid[module_id] = trained
+            self.metrics.log_value((module_id, LAST_TARGET_UPDATE_TS), trained, reduce="max")
+
+
 # ============================================================================ config
 
 
@@ -611,9 +651,9 @@ class ApexDQNConfig(DQNConfig):
     lr / adam_epsilon / grad_clip             DQN's       5e-4 / 1e-8 / 40
     ========================================  ==========  =====================================
 
-    Differences: ``target_network_update_freq`` counts *sampled* env steps (RLlib's new-stack
-    DQN learner, reused as is; old Ape-X counted trained steps - identical on average at
-    ``training_intensity=1``). ``num_env_runners`` defaults to 2 (old: 32 workers) and the
+    Differences from RLlib's DQN: ``target_network_update_freq`` counts *trained* env steps,
+    as in old Ape-X (:class:`ApexDQNTorchLearner`; DQN counts sampled steps).
+    ``num_env_runners`` defaults to 2 (old: 32 workers) and the
     per-iteration reporting minimum is 1 s (old: 30 s and 25k steps). The ε schedule
     (``epsilon``) of DQN is ignored on training runners (each has its fixed ε_i); evaluation is
     greedy (``explore=False``). Small-problem settings that reach a greedy return of 2,500 on
@@ -760,6 +800,12 @@ class ApexDQNConfig(DQNConfig):
         if isinstance(buffer_type, type) and not issubclass(buffer_type, ApexEpisodeReplayBuffer):
             self._value_error("replay_buffer_config['type'] must subclass ApexEpisodeReplayBuffer.")
 
+    @override(DQNConfig)
+    def get_default_learner_class(self) -> type:
+        if self.framework_str != "torch":
+            raise ValueError("ApexDQN supports framework='torch' only.")
+        return ApexDQNTorchLearner
+
     def replay_shard_buffer_class(self) -> type:
         """The buffer class of each shard (string types map to ApexEpisodeReplayBuffer)."""
         buffer_type = self.replay_buffer_config.get("type")
@@ -779,9 +825,14 @@ class ApexDQNConfig(DQNConfig):
 
 
 def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
-    """Tuned small-problem settings (the cab MDP, 2 cores): fast learning start, small replay.
+    """Tuned small-problem settings (the cab MDP on 2 cores), updating ``config`` in place.
 
-    Measured in ``benchmarks/apex_cabs_bench.py``. Pass a config to update it in place.
+    One actor with 8 vectorised envs (32-step fragments: 256 env steps per request) and one
+    shard; learning from 1,000 steps; a 50k replay; batch 64 at lr 1e-3; a replay ratio of 4
+    trained per sampled env step (the learner is the bottleneck on 2 cores; a higher ratio
+    needs fewer env steps *and* fewer updates here); target sync every 2,000 trained steps
+    (~31 updates); squared TD loss (returns are ~3,000: the Huber loss's unit-slope tails
+    learn that scale slowly). Measured by ``benchmarks/apex_cabs_bench.py``.
     """
     config = config or ApexDQNConfig()
     return (
@@ -791,13 +842,18 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
             rollout_fragment_length=32,
             max_requests_in_flight_per_env_runner=2,
         )
-        .apex(num_replay_buffer_shards=1, max_weight_sync_delay=256)
+        .apex(
+            num_replay_buffer_shards=1,
+            max_weight_sync_delay=256,
+            replay_batches_per_request=4,
+        )
         .training(
             lr=1e-3,
             gamma=0.99,
             train_batch_size=64,
-            training_intensity=1.0,
-            target_network_update_freq=500,
+            training_intensity=4.0,
+            target_network_update_freq=2000,
+            td_error_loss_fn="mse",
             num_steps_sampled_before_learning_starts=1000,
             replay_buffer_config={"capacity": 50_000},
         )
@@ -1102,7 +1158,9 @@ class ApexDQN(DQN):
         self._replay_reqs = remaining
 
     def _train_from_queue(self) -> None:
-        while self._batch_queue and self._updates_due() >= 1:
+        # One update per training_step: between two updates the driver re-issues sample
+        # requests, so a long run of updates never leaves the runners without work.
+        if self._batch_queue and self._updates_due() >= 1:
             self._update(*self._batch_queue.popleft())
 
     def _update(self, shard_index: int, batch: dict[str, np.ndarray]) -> None:
@@ -1115,7 +1173,10 @@ class ApexDQN(DQN):
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             learner_results = self.learner_group.update(
                 batch=train_batch,
-                timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: self._sampled},
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self._sampled,
+                    NUM_ENV_STEPS_TRAINED_LIFETIME: self._trained + n,
+                },
             )
         # As in DQN: isolate the TD errors (priorities) from the results.
         td_errors = []
