@@ -167,6 +167,23 @@ def test_buffer_prioritized_sampling_and_priority_updates():
     assert buffer.stats()["num_stale_priority_updates"] == 50
 
 
+def test_buffer_survives_a_gap_between_chunks():
+    """A chunk whose predecessor never reached the buffer starts a new stored episode (the
+    parent class would fail an assertion); later chunks follow it."""
+    whole = make_episode(30, terminated=True)
+    first, second, third = whole[0:10], whole[15:20], whole[20:30]  # steps 10..14 missing
+    buffer = ApexEpisodeReplayBuffer(capacity=1000, seed=0)
+    for chunk in (first, second, third):
+        buffer.add([chunk])
+    assert buffer.get_num_timesteps() == 25
+    assert buffer.get_num_episodes() == 2
+    assert buffer.stats()["num_unlinked_chunks"] == 1
+    batch = buffer.sample_transitions(300, n_step=3, gamma=0.9)
+    starts = batch[Columns.OBS][:, 0].astype(int)
+    assert set(starts) <= set(range(0, 10)) | set(range(15, 30))
+    assert (batch[Columns.NEXT_OBS][:, 0] - starts == batch["n_step"]).all()
+
+
 def test_initial_priorities_are_nstep_td_errors():
     from ray.rllib.algorithms.dqn import DQNConfig
     from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
@@ -275,13 +292,26 @@ def _greedy_return(module, env_id: str, episodes: int, seed: int) -> float:
     return float(returns.mean())
 
 
-def _unavailable_actions_taken(episodes) -> int:
-    bad = 0
-    for episode in episodes:
-        obs = np.asarray(episode.get_observations())
-        actions = np.asarray(episode.get_actions()).astype(int)
-        bad += int((obs[np.arange(len(actions)), MASK_START + actions] < 0.5).sum())
-    return bad
+def _make_unavailable_counter():
+    """Counter of unavailable actions taken in episodes (CabsRequests-v0). A nested function,
+    so cloudpickle ships it by value to EnvRunner actors (which cannot import this module)."""
+
+    def count(episodes) -> int:
+        import numpy as np
+
+        from envs.cabs import MASK_START
+
+        bad = 0
+        for episode in episodes:
+            obs = np.asarray(episode.get_observations())
+            actions = np.asarray(episode.get_actions()).astype(int)
+            bad += int((obs[np.arange(len(actions)), MASK_START + actions] < 0.5).sum())
+        return bad
+
+    return count
+
+
+_unavailable_actions_taken = _make_unavailable_counter()
 
 
 def _small_config(env: str = CABS, runners: int = 2) -> ApexDQNConfig:
@@ -438,9 +468,11 @@ def test_masked_module_with_apex_and_stock_dqn(ray_session):
     try:
         apex.train()
 
+        count = _unavailable_actions_taken
+
         def _bad(er):
-            return _unavailable_actions_taken(er.sample(num_timesteps=256)) + (
-                _unavailable_actions_taken(er.sample(num_timesteps=128, explore=False))
+            return count(er.sample(num_timesteps=256)) + count(
+                er.sample(num_timesteps=128, explore=False)
             )
 
         assert apex.env_runner_group.foreach_env_runner(_bad, local_env_runner=False) == [0]

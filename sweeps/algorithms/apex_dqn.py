@@ -223,6 +223,8 @@ class ApexEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
         # While not None, the parent's per-step tree writes in `add` are collected here and
         # written in one batch (`_set_leaves`).
         self._pending_writes: list[tuple[int, float]] | None = None
+        self._aliases: dict[str, str] = {}
+        self.num_unlinked_chunks = 0
 
     def _get_free_node_and_assign(self, sample_index: int, weight: float = 1.0) -> int:
         if self._pending_writes is None:
@@ -246,6 +248,8 @@ class ApexEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
         episodes = list(episodes) if isinstance(episodes, list | tuple) else [episodes]
         if priorities is not None and len(priorities) != len(episodes):
             raise ValueError(f"{len(priorities)} priority arrays for {len(episodes)} episodes")
+        for episode in episodes:
+            self._link_chunk(episode)
         self._pending_writes = []
         try:
             super().add(episodes, weight=weight)
@@ -271,6 +275,25 @@ class ApexEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
             leaves, values = zip(*writes, strict=True)
             _set_leaves(self._sum_segment, leaves, values)
             _set_leaves(self._min_segment, leaves, values)
+
+    def _link_chunk(self, episode: Any) -> None:
+        """Make ``episode`` (a chunk) concatenable: the parent asserts that a chunk of a stored
+        episode starts where the stored part ends. A chunk that does not (its predecessor was
+        never added, e.g. someone sampled the training runner directly, or it was dropped)
+        starts a new stored episode under an alias id, which its later chunks follow."""
+        source = episode.id_
+        episode.id_ = self._aliases.get(source, source)
+        index = self.episode_id_to_index.get(episode.id_)
+        if index is None:
+            return
+        stored = self.episodes[index - self._num_episodes_evicted]
+        if not stored.is_done and stored.t == episode.t_started:
+            return
+        episode.id_ = f"{source}#{episode.t_started}"
+        self._aliases[source] = episode.id_
+        self.num_unlinked_chunks += 1
+        if len(self._aliases) > 10_000:  # old aliases of long-gone episodes
+            self._aliases.pop(next(iter(self._aliases)))
 
     # -------------------------------------------------------------------------- sample
 
@@ -404,6 +427,7 @@ class ApexEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
             "max_priority": self._max_priority,
             "num_priority_updates": self.num_priority_updates,
             "num_stale_priority_updates": self.num_stale_priority_updates,
+            "num_unlinked_chunks": self.num_unlinked_chunks,
         }
 
 
@@ -573,8 +597,13 @@ def sample_and_store(
     # Back-pressure: at most one add per runner in flight, so a slow shard slows its runners
     # instead of filling the object store.
     pending = getattr(env_runner, "_apex_pending_add", None)
+    add_errors = 0
     if pending is not None:
-        ray.get(pending)
+        try:
+            ray.get(pending)
+        except ray.exceptions.RayError:  # a shard error must not take the actor down
+            logger.exception("Ape-X: adding to replay shard %d failed", shard_index)
+            add_errors = 1
     t3 = time.perf_counter()
     env_runner._apex_pending_add = shards[shard_index].add.remote(episodes, priorities)
     return {
@@ -586,6 +615,7 @@ def sample_and_store(
         "sample_s": t1 - t0,
         "priority_s": t2 - t1,
         "add_wait_s": t3 - t2,
+        "add_errors": add_errors,
     }
 
 
@@ -846,6 +876,7 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
             num_replay_buffer_shards=1,
             max_weight_sync_delay=256,
             replay_batches_per_request=4,
+            max_requests_in_flight_per_replay_shard=2,
         )
         .training(
             lr=1e-3,
@@ -922,6 +953,7 @@ class ApexDQN(DQN):
         self._runner_epsilon: dict[int, float] = {}
         self._runner_timing: dict[str, float] = defaultdict(float)
         self._num_sample_results = 0
+        self._replay_add_errors = 0
         self._in_flight_at_update: list[int] = []
         self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
         self._stats_reqs: list[ray.ObjectRef] | None = None
@@ -1091,6 +1123,7 @@ class ApexDQN(DQN):
         self._runner_seq_no[runner_id] = result["weights_seq_no"]
         self._runner_epsilon[runner_id] = result["epsilon"]
         self._num_sample_results += 1
+        self._replay_add_errors += result.get("add_errors", 0)
         for key in ("sample_s", "priority_s", "add_wait_s"):
             self._runner_timing[key] += result[key]
 
@@ -1119,7 +1152,10 @@ class ApexDQN(DQN):
         k = max(int(cfg.replay_batches_per_request), 1)
         per_shard = cfg.max_requests_in_flight_per_replay_shard
         num_shards = len(self._shards)
-        want = min(self._updates_due() + k, per_shard * num_shards * k)
+        # Batches queued or in flight: what is due plus one request, at most
+        # `max_requests_in_flight_per_replay_shard` requests' worth in total (prefetched
+        # batches carry priorities from when they were drawn, so keep the queue short).
+        want = min(self._updates_due() + k, per_shard * k)
         in_flight = defaultdict(int)
         for shard_index, _ in self._replay_reqs:
             in_flight[shard_index] += 1
@@ -1249,6 +1285,7 @@ class ApexDQN(DQN):
             "replay_batches_queued": len(self._batch_queue),
             "replay": shards,
             "replay_fill_mean": float(np.mean(fills)) if fills else 0.0,
+            "replay_add_errors_lifetime": self._replay_add_errors,
             "replay_mean_priority": float(np.mean(prios)) if prios else math.nan,
             "runner_sample_s_mean": self._runner_timing["sample_s"] / n_results,
             "runner_priority_s_mean": self._runner_timing["priority_s"] / n_results,
