@@ -485,6 +485,7 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
             f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
             f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
         )
+        print(f"[sweep]   {_time_to_target(best, keys.flat(stop_key), record['targets'][0])}")
         pct = keys.get(m, keys.PCT_OF_OPTIMUM)
         if pct is not None:
             print(
@@ -533,6 +534,22 @@ def _dotted(config: dict, path: str) -> Any:
             return None
         node = node[part] if part in node else node.get(f"_{part}")
     return node
+
+
+def _time_to_target(result: Any, column: str, target: float) -> str:
+    """When the best trial first reached the (first) target, from its own result history."""
+    try:
+        df = result.metrics_dataframe
+        hit = df[df[column] >= target]
+    except (AttributeError, KeyError, TypeError):
+        return f"time to {column} >= {target:g}: unknown (no result history)"
+    if hit.empty:
+        return f"{column} >= {target:g}: not reached"
+    row = hit.iloc[0]
+    return (
+        f"reached {column} >= {target:g} after {row[keys.flat(keys.TRAIN_TIME_S)]:.1f} s of "
+        f"training ({row[keys.flat(keys.ENV_STEPS)]:,.0f} env steps)"
+    )
 
 
 def _trial_name(trial: Any) -> str:
