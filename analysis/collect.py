@@ -81,6 +81,7 @@ EXPERIMENT_COLUMNS = [
     "targets",  # run.json "targets" as a JSON list
     "command",
     "git_commit",
+    "git_dirty",  # "true" when run from a modified working tree, "" when unknown
     "ray_version",
     "torch_version",
     "python_version",
@@ -119,6 +120,7 @@ STR_COLUMNS = [
     "targets",
     "command",
     "git_commit",
+    "git_dirty",
     "ray_version",
     "torch_version",
     "python_version",
@@ -310,6 +312,7 @@ class _Experiment:
             "targets": json.dumps([_number(t) for t in targets]),
             "command": command or "",
             "git_commit": info.get("git_commit") or "",
+            "git_dirty": {True: "true", False: "false"}.get(info.get("git_dirty"), ""),
             "ray_version": versions.get("ray") or "",
             "torch_version": versions.get("torch") or "",
             "python_version": versions.get("python") or "",

@@ -343,6 +343,15 @@ def _fmt_hp(value) -> str:
     return str(value)
 
 
+def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:
+    """A run's commit, flagged when it ran from a modified working tree (run.json git_dirty)."""
+    commit = experiment["git_commit"]
+    if not commit:
+        return DASH
+    dirty = str(experiment.get("git_dirty", "")) == "true"
+    return f"`{commit[:width]}`" + (" + uncommitted changes" if dirty else "")
+
+
 def _reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[str]:
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
@@ -359,7 +368,7 @@ def _reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list
             e["run_status"] or DASH,
             e["started_at"] or DASH,
             e["ended_at"] or DASH,
-            f"`{e['git_commit'][:12]}`" if e["git_commit"] else DASH,
+            _commit_cell(e, 12),
         ]
         for _, e in exps.iterrows()
     ]
@@ -389,8 +398,8 @@ def _reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list
     version_cols = ["ray_version", "torch_version", "python_version"]
     lines += ["### Package versions", ""]
     lines += [markdown_table(["ray", "torch", "python", "experiments"], grouped(version_cols)), ""]
-    commits = sorted({c for c in exps["git_commit"] if c})
-    lines += ["### Git commits", ""] + [f"- `{c}`" for c in commits] + [""]
+    commits = sorted({_commit_cell(e) for _, e in exps.iterrows() if e["git_commit"]})
+    lines += ["### Git commits", ""] + [f"- {c}" for c in commits] + [""]
     if skipped:
         lines += ["### Skipped while collecting", ""] + [f"- {s}" for s in skipped] + [""]
     return lines

@@ -169,6 +169,8 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
     from sweeps.algorithms.apex_dqn import APEX_RESULTS
 
+    args = argparse.Namespace(**{**vars(args), "envs_per_runner": args.throughput_envs})
+    args.fragment = 32
     algo = build(args, args.seeds[0], num_runners)
     try:
         # Warm up past the learning start, then measure over whole iterations.
@@ -222,6 +224,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hiddens", type=int, nargs="+", default=[256])
     parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")
     parser.add_argument("--throughput-s", type=float, default=10.0)
+    parser.add_argument(
+        "--throughput-envs", type=int, default=32, help="envs per runner (32-step fragments)"
+    )
     parser.add_argument("--verbose", "-v", action="store_true")
     args = parser.parse_args(argv)
 
@@ -236,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.throughput:
             rows = [throughput(args, n) for n in (1, 2)]
             for row in rows:
-                print(json.dumps(row), flush=True)
+                print(json.dumps(row, default=float), flush=True)
             print(
                 f"scaling 1->2 runners: x{rows[1]['sampled_per_s'] / rows[0]['sampled_per_s']:.2f}"
             )
@@ -245,7 +250,7 @@ def main(argv: list[str] | None = None) -> None:
         for seed in args.seeds:
             row = time_to_target(args, seed)
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps(row, default=float), flush=True)
         times = [r["time_to_target_s"] for r in rows]
         done = [t for t in times if t is not None]
         summary = {
@@ -257,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
             "max_time_to_target_s": max(done) if done else None,
             "median_env_steps": statistics.median([r["env_steps"] for r in rows]),
         }
-        print("SUMMARY", json.dumps(summary), flush=True)
+        print("SUMMARY", json.dumps(summary, default=float), flush=True)
     finally:
         ray.shutdown()
 

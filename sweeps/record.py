@@ -31,6 +31,24 @@ def git_commit() -> str | None:
         return None
 
 
+def git_dirty() -> bool | None:
+    """Whether tracked files differ from the commit (a run from a modified tree is not exactly
+    reproducible from ``git_commit`` alone); None outside a git checkout."""
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            timeout=5,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return bool(out.stdout.strip()) if out.returncode == 0 else None
+
+
 def versions() -> dict[str, str]:
     import platform
     from importlib import metadata

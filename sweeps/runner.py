@@ -31,6 +31,7 @@ from sweeps.placement import UsageError, make_plan
 from sweeps.placement import configure as configure_placement
 from sweeps.record import (
     git_commit,
+    git_dirty,
     machine,
     search_space_description,
     versions,
@@ -186,6 +187,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         "optimum": optimum,
         "targets": _targets(sweep, optimum),
         "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
         "versions": versions(),
         "machine": machine(plan),
         "plan": {"bundles": plan.bundles, "strategy": plan.strategy, "concurrent": plan.concurrent},
@@ -368,6 +370,7 @@ def _resumed_record(record_path: Path, args) -> dict[str, Any]:
             "argv": args.argv,
             "previous_status": record.get("status"),
             "git_commit": git_commit(),
+            "git_dirty": git_dirty(),
         }
     )
     record.update(status="running", ended_at=None)

@@ -107,6 +107,7 @@ def write_experiment(
     optimum: float | None = 100.0,
     scheduler: dict[str, Any] | None = None,
     hyperparameters: Sequence[str] = (),
+    git_dirty: bool | None = False,
 ) -> Path:
     """A fake Tune experiment folder with our runner's run.json and one folder per trial."""
     exp_dir = root / name
@@ -130,6 +131,7 @@ def write_experiment(
         "optimum": optimum,
         "targets": list(targets),
         "git_commit": "0123456789abcdef0123456789abcdef01234567",
+        "git_dirty": git_dirty,
         "versions": {"ray": "2.60.0", "torch": "2.13.0", "python": "3.11.7"},
         "machine": {"cpus": 2, "gpus": 0, "cpu_model": "Fake CPU", "platform": "Linux-x86_64"},
         "started_at": "2025-01-01T00:00:00+00:00",
@@ -199,6 +201,7 @@ def write_suite(root: Path) -> Path:
         algo="apex",
         kind="sweep",
         hyperparameters=hp,
+        git_dirty=True,  # run from a modified working tree
         scheduler={
             "type": "asha",
             "time_attr": keys.flat(keys.ENV_STEPS),
@@ -271,6 +274,22 @@ def test_collect_one_row_per_iteration_with_hyperparameter_columns(runs):
     assert row["greedy_return"] == 60 and row["pct_of_optimum"] == 60.0
     assert row["env_steps_per_s"] == 400 and row["num_env_runners"] == 4
     assert row["metric_value"] == 60
+
+
+def test_collect_records_whether_the_tree_was_modified(runs):
+    dirty = runs.drop_duplicates("experiment").set_index("experiment")["git_dirty"]
+    assert dirty.to_dict() == {
+        "apex_bench_1": "false",
+        "apex_bench_4": "false",
+        "apex_sweep": "true",
+        "dqn_bench": "false",
+    }
+
+
+def test_git_dirty_is_a_bool_in_a_checkout():
+    from sweeps.record import git_dirty
+
+    assert isinstance(git_dirty(), bool)
 
 
 def test_collect_trial_status(runs):
@@ -496,7 +515,13 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     assert "python sweeps/apex_sweep.py --num-samples 4" in text
     assert "| 2 | 0 | Fake CPU | Linux-x86_64 |" in text
     assert "| 2.60.0 | 2.13.0 | 3.11.7 |" in text
-    assert "0123456789abcdef0123456789abcdef01234567" in text
+    assert "- `0123456789abcdef0123456789abcdef01234567`\n" in text
+    # A run from a modified working tree is flagged wherever its commit is named.
+    assert "- `0123456789abcdef0123456789abcdef01234567` + uncommitted changes" in text
+    sweep_row = next(line for line in text.splitlines() if line.startswith("| apex_sweep | sweep"))
+    assert sweep_row.endswith("| `0123456789ab` + uncommitted changes |")
+    dqn_row = next(line for line in text.splitlines() if line.startswith("| dqn_bench |"))
+    assert dqn_row.endswith("| `0123456789ab` |")
 
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert sorted(links) == [
