@@ -67,6 +67,20 @@ def fmt_ratio(x) -> str:
     return DASH if _nan(x) else f"{float(x):.2f}×"
 
 
+def fmt_bounded(x, lower_bound: bool, fmt: Callable = fmt_float) -> str:
+    """A value that may be a lower bound: '≥ 60.9 s'."""
+    return DASH if _nan(x) else ("≥ " if lower_bound else "") + fmt(x)
+
+
+def fmt_bounded_ratio(x, bound: str) -> str:
+    """A ratio that may be a bound: '≥ 7.93×', '≤ 0.12×'."""
+    return DASH if _nan(x) else (f"{bound} " if bound else "") + fmt_ratio(x)
+
+
+def fmt_bounded_pct(x, bound: str) -> str:
+    return DASH if _nan(x) else (f"{bound} " if bound else "") + fmt_pct(x)
+
+
 def fmt_pct(x) -> str:
     return DASH if _nan(x) else f"{float(x):.1f}%"
 
@@ -169,15 +183,19 @@ def _performance_section(configs: pd.DataFrame, references: pd.DataFrame | None)
     ]
 
 
-def _ttt_cell(r: pd.Series) -> tuple[str, str, str]:
+def _ttt_cells(r: pd.Series) -> list[str]:
     reached = f"{int(r['reached'])}/{int(r['seeds'])}"
+    all_seeds = [
+        fmt_bounded(r["time_all_median_s"], r["time_all_lower_bound"], fmt_time),
+        fmt_bounded(r["steps_all_median"], r["steps_all_lower_bound"], fmt_int),
+    ]
     if r["reached"] == 0:
         budget = f"within budget (ran ≤ {fmt_time(r['budget_train_time_s'])}, "
         budget += f"{fmt_int(r['budget_env_steps'])} env steps)"
-        return reached, "not reached " + budget, "not reached"
+        return [reached, *all_seeds, "not reached " + budget, "not reached"]
     time = fmt_spread((r["time_median_s"], r["time_min_s"], r["time_max_s"]), fmt_time)
     steps = fmt_spread((r["steps_median"], r["steps_min"], r["steps_max"]), fmt_int)
-    return reached, time, steps
+    return [reached, *all_seeds, time, steps]
 
 
 def _ttt_section(summary: pd.DataFrame) -> list[str]:
@@ -185,15 +203,19 @@ def _ttt_section(summary: pd.DataFrame) -> list[str]:
         "### Time to reward",
         "",
         "First training wall-clock (evaluation excluded) and env-step count at which the return "
-        "reaches each target. *reached* counts seeds; time and steps are the median over the "
-        "seeds that reached it (min–max). A seed that never reached the target within its "
-        "budget is counted in *reached* and never dropped.",
+        "reaches each target. *reached* counts seeds; a seed that never reached the target "
+        "within its budget is counted there and never dropped. *Median, all seeds* counts such a "
+        "seed at its budget (how long it ran): '≥' marks a median that is only a lower bound "
+        "because a seed at or below the middle missed the target. *Seeds that reached it*: "
+        "median (min–max) over those seeds only.",
         "",
     ]
-    header = ["configuration", "target", "reached", "time to target", "env steps to target"]
+    header = ["configuration", "target", "reached", "median time, all seeds"]
+    header += ["median env steps, all seeds", "time, seeds that reached it"]
+    header += ["env steps, seeds that reached it"]
     for signal, title in tables.SIGNALS.items():
         part = summary[summary["signal"] == signal]
-        rows = [[r["config"], fmt_float(r["target"]), *_ttt_cell(r)] for _, r in part.iterrows()]
+        rows = [[r["config"], fmt_float(r["target"]), *_ttt_cells(r)] for _, r in part.iterrows()]
         lines += [f"#### {title.capitalize()}", "", markdown_table(header, rows), ""]
     return lines
 
@@ -205,8 +227,10 @@ def _speedup_section(speedup: pd.DataFrame) -> list[str]:
     lines += [
         f"Baseline: `{speedup['baseline'].iloc[0]}`. Speedup = baseline median time to target / "
         "configuration median time to target (training wall-clock); env-steps ratio = the same "
-        "for env steps (> 1: fewer samples than the baseline). Medians over seeds that reached "
-        "the target; *note* says when that is not every seed.",
+        "for env steps (> 1: fewer samples than the baseline). Medians are over all seeds, a "
+        "seed that missed the target counted at its budget (see *Time to reward*): where most "
+        "baseline seeds missed, the speedup is a lower bound (≥); where most of the "
+        "configuration's seeds missed, an upper bound (≤); where both, unknown (—).",
         "",
     ]
     header = ["configuration", "signal", "target", "median time", "baseline median time"]
@@ -216,10 +240,10 @@ def _speedup_section(speedup: pd.DataFrame) -> list[str]:
             r["config"],
             tables.SIGNALS[r["signal"]],
             fmt_float(r["target"]),
-            fmt_time(r["time_median_s"]),
-            fmt_time(r["baseline_time_median_s"]),
-            fmt_ratio(r["speedup"]),
-            fmt_ratio(r["steps_ratio"]),
+            fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time),
+            fmt_bounded(r["baseline_time_median_s"], r["baseline_time_lower_bound"], fmt_time),
+            fmt_bounded_ratio(r["speedup"], r["speedup_bound"]),
+            fmt_bounded_ratio(r["steps_ratio"], r["steps_bound"]),
             r["note"],
         ]
         for _, r in speedup.iterrows()
@@ -263,9 +287,9 @@ def _scaling_section(throughput: pd.DataFrame, ttt_scaling: pd.DataFrame, plot: 
                 fmt_float(r["target"]),
                 str(r["num_env_runners"]),
                 f"{r['reached']}/{r['seeds']}",
-                fmt_time(r["time_median_s"]) if r["reached"] else "not reached",
-                fmt_ratio(r["speedup"]),
-                fmt_pct(100.0 * r["efficiency"]),
+                fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time),
+                fmt_bounded_ratio(r["speedup"], r["speedup_bound"]),
+                fmt_bounded_pct(100.0 * r["efficiency"], r["speedup_bound"]),
             ]
             for _, r in ttt_scaling.iterrows()
         ]

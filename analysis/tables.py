@@ -8,8 +8,13 @@ Vocabulary:
   sweep, the single best trial by the final search metric (Tune's ``get_best_result`` rule);
 * *time to reward*: the first training wall-clock (evaluation excluded) and env-step count at
   which a signal (training return mean, or greedy evaluation return) reaches a target. A seed that
-  never does is "not reached within budget": counted and shown, never dropped. Medians and spreads
-  are over the seeds that reached it, always next to the count.
+  never does is "not reached within budget": counted and shown, never dropped. Spreads are over
+  the seeds that reached it, always next to the count;
+* the *all-seed median* counts a seed that never reached the target at its budget (how long it
+  ran): its true time is longer, so that median is exact when every seed at or below the middle
+  reached the target, and otherwise a lower bound (``*_lower_bound``). Speedups are ratios of
+  all-seed medians, so one lucky seed out of three cannot make a baseline look fast; a ratio
+  with a lower-bounded side is itself a bound (``speedup_bound`` "≥" or "≤").
 """
 
 from __future__ import annotations
@@ -196,15 +201,38 @@ def time_to_target(selected: pd.DataFrame, signals: Sequence[str] = tuple(SIGNAL
     return pd.DataFrame(rows)
 
 
+def censored_median(values: Sequence[float], reached: Sequence[bool]) -> tuple[float, bool]:
+    """Median of per-seed values where a seed that did not reach the target holds its budget.
+
+    Returns ``(median, lower_bound)``: an unreached seed's true value exceeds its budget, so the
+    median is exact only when no unreached seed sorts at or below the middle (the upper middle
+    for an even count); otherwise the true median is at least the value returned.
+    """
+    pairs = sorted(
+        (float(v), not bool(r)) for v, r in zip(values, reached, strict=True) if not pd.isna(v)
+    )  # ties: reached seeds first
+    if not pairs:
+        return math.nan, False
+    median = float(np.median([v for v, _ in pairs]))
+    lower_bound = any(censored for _, censored in pairs[: len(pairs) // 2 + 1])
+    return median, lower_bound
+
+
 def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration, signal and target: seeds, seeds that reached it, and median / min / max
-    of time and env steps over the seeds that reached it (NaN when none did)."""
+    """Per configuration, signal and target: seeds, seeds that reached it, median / min / max of
+    time and env steps over the seeds that reached it (NaN when none did), and the all-seed
+    medians (:func:`censored_median`) that speedups are computed from."""
     cols = CONFIG_KEY + ["algo", "kind", "num_env_runners", "signal", "target"]
     rows = []
     for keys, g in ttt.groupby(cols, sort=False, dropna=False):
         reached = g[g["reached"]]
         time_med, time_min, time_max = _spread(reached["train_time_s"])
         steps_med, steps_min, steps_max = _spread(reached["env_steps"])
+        hit = g["reached"].astype(bool)
+        time_all, time_lb = censored_median(
+            g["train_time_s"].where(hit, g["budget_train_time_s"]), hit
+        )
+        steps_all, steps_lb = censored_median(g["env_steps"].where(hit, g["budget_env_steps"]), hit)
         rows.append(
             {
                 **dict(zip(cols, keys, strict=True)),
@@ -216,6 +244,10 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
                 "steps_median": steps_med,
                 "steps_min": steps_min,
                 "steps_max": steps_max,
+                "time_all_median_s": time_all,
+                "time_all_lower_bound": time_lb,
+                "steps_all_median": steps_all,
+                "steps_all_lower_bound": steps_lb,
                 "budget_train_time_s": g["budget_train_time_s"].max(),
                 "budget_env_steps": g["budget_env_steps"].max(),
             }
@@ -237,13 +269,28 @@ def baseline_config(summary: pd.DataFrame) -> str | None:
     return str(dqn["config"].iloc[0])
 
 
+def bounded_ratio(
+    numerator: float, numerator_lb: bool, denominator: float, denominator_lb: bool
+) -> tuple[float, str]:
+    """``numerator / denominator`` where either may be a lower bound: returns the ratio and
+    "" (exact), "≥" (only the numerator is a lower bound) or "≤" (only the denominator is);
+    NaN when both are lower bounds (nothing is known)."""
+    if pd.isna(numerator) or pd.isna(denominator) or denominator <= 0:
+        return math.nan, ""
+    if numerator_lb and denominator_lb:
+        return math.nan, ""
+    bound = "≥" if numerator_lb else "≤" if denominator_lb else ""
+    return float(numerator) / float(denominator), bound
+
+
 def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
     """Each configuration against the single-runner DQN baseline of its env/variant.
 
-    ``speedup`` = baseline median time-to-target / configuration median time-to-target (training
-    wall-clock); ``steps_ratio`` the same for env steps (> 1: fewer samples than the baseline).
-    Medians are over the seeds that reached the target; ``note`` says when that is not all of them
-    or when either side never reached it (speedup is then NaN).
+    ``speedup`` = baseline all-seed median time-to-target / configuration all-seed median
+    (training wall-clock); ``steps_ratio`` the same for env steps (> 1: fewer samples than the
+    baseline). All-seed medians count unreached seeds at their budget (:func:`censored_median`),
+    so a side that most seeds did not reach makes the ratio a bound (``speedup_bound``,
+    ``steps_bound``: "≥", "≤" or ""); NaN when both sides are bounds. ``note`` gives the counts.
     """
     rows = []
     for (env, variant), env_summary in summary.groupby(["env", "variant"], sort=False):
@@ -256,18 +303,24 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
             if key not in baseline.index:
                 continue
             b = baseline.loc[key]
-            if r["reached"] == 0:
-                note = "not reached"
-            elif b["reached"] == 0:
-                note = "baseline not reached"
-            elif r["reached"] < r["seeds"] or b["reached"] < b["seeds"]:
-                note = (
-                    f"partial: {int(r['reached'])}/{int(r['seeds'])} vs "
-                    f"baseline {int(b['reached'])}/{int(b['seeds'])} reached"
-                )
-            else:
-                note = ""
-            both = r["reached"] > 0 and b["reached"] > 0
+            speedup, speedup_bound = bounded_ratio(
+                b["time_all_median_s"],
+                b["time_all_lower_bound"],
+                r["time_all_median_s"],
+                r["time_all_lower_bound"],
+            )
+            steps_ratio, steps_bound = bounded_ratio(
+                b["steps_all_median"],
+                b["steps_all_lower_bound"],
+                r["steps_all_median"],
+                r["steps_all_lower_bound"],
+            )
+            note = (
+                f"reached {int(r['reached'])}/{int(r['seeds'])}, "
+                f"baseline {int(b['reached'])}/{int(b['seeds'])}"
+            )
+            if math.isnan(speedup):
+                note += ": most seeds of both missed the target"
             rows.append(
                 {
                     "env": env,
@@ -278,10 +331,14 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
                     "baseline": base,
                     "signal": r["signal"],
                     "target": r["target"],
-                    "time_median_s": r["time_median_s"],
-                    "baseline_time_median_s": b["time_median_s"],
-                    "speedup": b["time_median_s"] / r["time_median_s"] if both else math.nan,
-                    "steps_ratio": b["steps_median"] / r["steps_median"] if both else math.nan,
+                    "time_median_s": r["time_all_median_s"],
+                    "time_lower_bound": r["time_all_lower_bound"],
+                    "baseline_time_median_s": b["time_all_median_s"],
+                    "baseline_time_lower_bound": b["time_all_lower_bound"],
+                    "speedup": speedup,
+                    "speedup_bound": speedup_bound,
+                    "steps_ratio": steps_ratio,
+                    "steps_bound": steps_bound,
                     "note": note,
                 }
             )
@@ -326,8 +383,9 @@ def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
 
 
 def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
-    """Benchmark time-to-target against ``num_env_runners``: speedup = median time at n_min /
-    median time at n, efficiency = speedup / (n / n_min) (0 runners counted as 1)."""
+    """Benchmark time-to-target against ``num_env_runners``: speedup = all-seed median time at
+    n_min / all-seed median time at n (a bound where a side is, ``speedup_bound``), efficiency =
+    speedup / (n / n_min) (0 runners counted as 1)."""
     bench = summary[summary["kind"] == "benchmark"]
     rows = []
     group = ["env", "variant", "algo", "signal", "target"]
@@ -337,16 +395,22 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
             continue
         first = g.iloc[0]
         for _, r in g.iterrows():
-            both = r["reached"] > 0 and first["reached"] > 0
-            speedup = first["time_median_s"] / r["time_median_s"] if both else math.nan
+            speedup, bound = bounded_ratio(
+                first["time_all_median_s"],
+                first["time_all_lower_bound"],
+                r["time_all_median_s"],
+                r["time_all_lower_bound"],
+            )
             rows.append(
                 {
                     **dict(zip(group, keys, strict=True)),
                     "num_env_runners": int(r["num_env_runners"]),
                     "seeds": int(r["seeds"]),
                     "reached": int(r["reached"]),
-                    "time_median_s": r["time_median_s"],
+                    "time_median_s": r["time_all_median_s"],
+                    "time_lower_bound": r["time_all_lower_bound"],
                     "speedup": speedup,
+                    "speedup_bound": bound,
                     "efficiency": speedup
                     / (runners(r["num_env_runners"]) / runners(first["num_env_runners"])),
                 }

@@ -404,14 +404,68 @@ def test_speedup_against_single_runner_dqn(runs):
     assert set(speedup["baseline"]) == {"dqn · 1 runner"}
     s = speedup[(speedup["signal"] == "return_mean") & (speedup["target"] == 50)]
     s = s.set_index("config")
-    # baseline median time to 50: (2 s + 3 s) / 2 = 2.5 s; Ape-X: 2 iterations x 0.5 s / 0.25 s
-    assert s.loc["apex · 1 runner", "speedup"] == pytest.approx(2.5 / 1.0)
-    assert s.loc["apex · 4 runners", "speedup"] == pytest.approx(2.5 / 0.5)
-    assert s.loc["apex · 4 runners", "steps_ratio"] == pytest.approx(250 / 200)
-    assert s.loc["apex · 4 runners", "note"] == "partial: 2/2 vs baseline 2/3 reached"
+    # Baseline all-seed median time to 50: 2 s, 3 s and one seed that missed after 5 s -> 3 s,
+    # exact (the seed that missed sorts above the middle). Ape-X: 2 iterations x 0.5 s / 0.25 s.
+    assert s.loc["apex · 1 runner", "speedup"] == pytest.approx(3.0 / 1.0)
+    assert s.loc["apex · 4 runners", "speedup"] == pytest.approx(3.0 / 0.5)
+    assert s.loc["apex · 4 runners", "speedup_bound"] == ""
+    assert s.loc["apex · 4 runners", "steps_ratio"] == pytest.approx(300 / 200)
+    assert s.loc["apex · 4 runners", "note"] == "reached 2/2, baseline 2/3"
+    # The sweep's best trial never ran greedy evaluation: its median is only a lower bound (its
+    # budget), so the speedup is an upper bound.
     g = speedup[(speedup["signal"] == "greedy_return") & (speedup["target"] == 50)]
     g = g.set_index("config").loc["apex · best of apex_sweep"]
-    assert math.isnan(g["speedup"]) and g["note"] == "not reached"
+    assert g["speedup_bound"] == "≤" and g["note"] == "reached 0/1, baseline 2/3"
+    assert g["speedup"] == pytest.approx(3.0 / g["time_median_s"])
+
+
+def test_censored_median_counts_missed_seeds_at_their_budget():
+    # 1 of 3 reached: the median is a missed seed's budget, only a lower bound.
+    assert tables.censored_median([4.0, 60.0, 60.0], [True, False, False]) == (60.0, True)
+    # 2 of 3 reached below the missed seed's budget: exact.
+    assert tables.censored_median([4.0, 60.0, 6.0], [True, False, True]) == (6.0, False)
+    # A missed seed with a short budget sorts below the middle: its true time is unknown.
+    assert tables.censored_median([4.0, 5.0, 9.0], [True, False, True]) == (5.0, True)
+    # Even count: the upper middle must be known too.
+    assert tables.censored_median([1.0, 2.0, 3.0, 10.0], [True, True, True, False]) == (2.5, False)
+    assert tables.censored_median([1.0, 2.0, 10.0, 10.0], [True, True, False, False]) == (6.0, True)
+    value, bound = tables.censored_median([], [])
+    assert math.isnan(value) and not bound
+
+
+def test_speedup_is_a_bound_when_most_baseline_seeds_miss(tmp_path):
+    """One lucky DQN seed out of three must not make DQN the fastest configuration."""
+    fast = [NAN, 20, 95, 95, 95, 95]  # reaches 90 at iteration 2
+    never = [NAN, 10, 20, 20, 20, 20]
+    write_experiment(
+        tmp_path,
+        "dqn_bench",
+        [dict(seed=0, returns=fast), dict(seed=1, returns=never), dict(seed=2, returns=never)],
+        budget=600,
+    )
+    write_experiment(
+        tmp_path,
+        "apex_bench",
+        [dict(seed=s, returns=[NAN, 20, 40, 95, 95, 95]) for s in range(3)],  # iteration 4
+        algo="apex",
+        budget=600,
+    )
+    runs = collect.collect([tmp_path]).runs
+    summary = tables.summarize_time_to_target(
+        tables.time_to_target(tables.select_configurations(runs))
+    )
+    speedup = tables.speedup_vs_baseline(summary)
+    row = speedup[(speedup["signal"] == "return_mean") & (speedup["target"] == 90)]
+    row = row.set_index("config").loc["apex · 1 runner"]
+    # Baseline: 2 of 3 seeds ran 6 iterations (6 s) without reaching 90 -> median >= 6 s.
+    assert row["baseline_time_median_s"] == 6.0 and row["baseline_time_lower_bound"]
+    assert row["time_median_s"] == 4.0 and not row["time_lower_bound"]
+    assert row["speedup"] == pytest.approx(1.5) and row["speedup_bound"] == "≥"
+    assert row["note"] == "reached 3/3, baseline 1/3"
+    own = speedup[(speedup["config"] == "dqn · 1 runner") & (speedup["signal"] == "return_mean")]
+    assert own["speedup"].isna().all()  # both sides bounds: unknown, not 1.00x
+    assert tables.bounded_ratio(6.0, True, 3.0, False) == (2.0, "≥")
+    assert tables.bounded_ratio(6.0, False, 3.0, True) == (2.0, "≤")
 
 
 def test_scaling_speedup_and_parallel_efficiency(runs):
@@ -444,7 +498,8 @@ def test_parallel_efficiency_counts_zero_runners_as_one():
             "num_env_runners": [0, 2],
             "seeds": 3,
             "reached": 3,
-            "time_median_s": [12.0, 4.0],
+            "time_all_median_s": [12.0, 4.0],
+            "time_all_lower_bound": False,
         }
     )
     row = tables.scaling_time_to_target(summary).set_index("num_env_runners").loc[2]
@@ -507,8 +562,16 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
         "### Package versions",
     ]:
         assert heading in text
-    assert "| dqn · 1 runner | 50.0 | 2/3 | 2.5 s (2.0 s–3.0 s) | 250 (200–300) |" in text
-    assert "| apex · best of apex_sweep | 50.0 | 0/1 | not reached within budget" in text
+    # all-seed median (the seed that missed counted at its 5 s budget), then reached seeds only
+    ttt_row = "| dqn · 1 runner | 50.0 | 2/3 | 3.0 s | 300 | 2.5 s (2.0 s–3.0 s) | 250 (200–300) |"
+    assert ttt_row in text
+    assert "| apex · best of apex_sweep | 50.0 | 0/1 | ≥ 5.0 s | ≥ 500 | not reached within" in (
+        text
+    )
+    assert (
+        "| apex · best of apex_sweep | greedy evaluation return | 50.0 | ≥ 5.0 s | 3.0 s "
+        "| ≤ 0.60× | ≤ 0.60× | reached 0/1, baseline 2/3 |"
+    ) in text
     assert "| apex | 4 | 2 | 400 | 2.00× | 50.0% |" in text
     assert "| apex_sweep | asha | 4 | 1 | 2 | 1 | 1,300 | 2,000 | 35.0% | abc12_00000 |" in text
     assert "*heuristic (reference, tm_seed 0)*" in text
