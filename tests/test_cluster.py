@@ -260,6 +260,9 @@ def test_worker_node_lost_mid_trial_is_survived(cluster, tmp_path):
     (rows,) = _trials(tmp_path / "exp")
     assert keys.get(rows[-1], keys.ENV_STEPS) >= 3000
     # The env runner sampled on the removed node, then on a surviving worker (restarted there).
+    # An iteration that ends while the runner is being restarted reports no runner node (""):
+    # judge by the last iteration that saw a healthy runner.
     runner_nodes = [r["placement"]["env_runner_nodes"] for r in rows]
     assert runner_nodes[0] == removed[0]
-    assert runner_nodes[-1] in cluster.worker_ids and runner_nodes[-1] != removed[0]
+    seen = [node for node in runner_nodes if node]
+    assert seen[-1] in cluster.worker_ids and seen[-1] != removed[0], runner_nodes
