@@ -26,8 +26,11 @@ import argparse
 import importlib
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
+
+from sweeps.cli import OneLineErrorParser, count, positive_float
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 
@@ -41,7 +44,7 @@ def _int_list(text: str) -> list[int]:
         ) from None
     if not values or any(v < 0 for v in values):
         raise argparse.ArgumentTypeError(f"expected non-negative integers, got {text!r}")
-    return values
+    return sorted(set(values))
 
 
 def _algo_list(text: str) -> list[str]:
@@ -49,19 +52,22 @@ def _algo_list(text: str) -> list[str]:
     unknown = sorted(set(algos) - set(ALGOS))
     if not algos or unknown:
         raise argparse.ArgumentTypeError(f"unknown algorithm(s) {unknown}; choose from {ALGOS}")
-    return algos
+    return list(dict.fromkeys(algos))
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineErrorParser(
         prog="python -m sweeps.benchmark",
         description=__doc__.split("\n")[0],
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        allow_abbrev=False,
     )
     p.add_argument("--env", choices=["cabs", "pong"], default="cabs", help="workload")
     p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
-    p.add_argument("--algos", type=_algo_list, default=list(ALGOS), help="comma-separated")
-    p.add_argument("--seeds", type=int, default=3, help="seeds per configuration")
+    p.add_argument(
+        "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
+    )
+    p.add_argument("--seeds", type=count(1), default=3, help="seeds per configuration")
     p.add_argument(
         "--num-env-runners",
         type=_int_list,
@@ -69,13 +75,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated env-runner counts (scaling); default: each sweep's own",
     )
     p.add_argument(
-        "--time-budget-s", type=float, default=120.0, help="training wall-clock budget per trial"
+        "--time-budget-s",
+        type=positive_float,
+        default=120.0,
+        help="training wall-clock budget per trial (evaluation excluded)",
     )
     p.add_argument(
-        "--stop-timesteps",
-        type=int,
-        default=None,
-        help="env steps per trial",
+        "--stop-timesteps", type=count(1), default=None, help="env steps per trial (default: none)"
     )
     p.add_argument(
         "--stop-reward",
@@ -83,16 +89,28 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="stop a trial at this return (default: the env's highest target)",
     )
-    p.add_argument("--iteration-s", type=float, default=1.0, help="min wall-clock per iteration")
+    p.add_argument(
+        "--iteration-s", type=positive_float, default=1.0, help="min wall-clock per iteration"
+    )
     p.add_argument("--storage-path", default="runs/benchmark", help="where run folders go")
     p.add_argument("--tag", default=None, help="folder prefix (default: bench-<env>-<variant>)")
     p.add_argument("--out", default=None, help="report folder (default: results/<env>)")
-    p.add_argument("--seed", type=int, default=0, help="first seed")
-    args = p.parse_args(argv)
-    if args.seeds < 1:
-        p.error("--seeds must be >= 1")
-    if args.time_budget_s <= 0:
-        p.error("--time-budget-s must be positive")
+    p.add_argument("--seed", type=count(0), default=0, help="first seed")
+    return p
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """Parse and check everything before the first run: bad input is one line and exit 2."""
+    from analysis.collect import UsageError, check_writable
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.out = args.out or f"results/{args.env}"
+    for flag, path in (("--storage-path", args.storage_path), ("--out", args.out)):
+        try:
+            check_writable(Path(path).expanduser())
+        except UsageError as err:
+            parser.error(f"{flag}: {err}")
     return args
 
 
@@ -106,7 +124,7 @@ def _stop_reward(args: argparse.Namespace) -> float:
     return round(0.95 * optimum_value(args.variant), 1)
 
 
-def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str) -> int:
+def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str, step: str) -> int:
     module = f"sweeps.{algo}_{args.env}"
     importlib.import_module(module)  # fail early on a missing sweep
     cmd = [
@@ -125,31 +143,39 @@ def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str)
         cmd += ["--variant", args.variant]
     if runners is not None:
         cmd += ["--num-env-runners", str(runners)]
-    print(f"[benchmark] {' '.join(cmd[1:])}", flush=True)
+    print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
     return subprocess.call(cmd)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     tag = args.tag or f"bench-{args.env}-{args.variant if args.env == 'cabs' else 'atari'}"
+    plan = [(a, n) for a in args.algos for n in (args.num_env_runners or [None])]
     folders, failures = [], []
-    for algo in args.algos:
-        for runners in args.num_env_runners or [None]:
-            name = f"{tag}-{algo}" + (f"-r{runners}" if runners is not None else "")
-            if (Path(args.storage_path) / name).exists():
-                print(f"[benchmark] {name} exists: reusing its results", flush=True)
-                folders.append(str(Path(args.storage_path) / name))
-                continue
-            rc = run_one(args, algo, runners, name)
-            if (Path(args.storage_path) / name / "run.json").exists():
-                folders.append(str(Path(args.storage_path) / name))
-            if rc not in (0,):
-                failures.append(f"{name} (exit {rc})")
+    t0 = time.monotonic()
+    for k, (algo, runners) in enumerate(plan, start=1):
+        name = f"{tag}-{algo}" + (f"-r{runners}" if runners is not None else "")
+        folder = Path(args.storage_path) / name
+        step = f"[benchmark] ({k}/{len(plan)}) {name}"
+        if folder.exists():
+            print(f"{step}: folder exists, reusing its results (delete it to rerun)", flush=True)
+            folders.append(str(folder))
+            continue
+        started = time.monotonic()
+        rc = run_one(args, algo, runners, name, step)
+        if (folder / "run.json").exists():
+            folders.append(str(folder))
+        if rc != 0:
+            failures.append(f"{name} (exit {rc})")
+        print(
+            f"{step}: {'done' if rc == 0 else f'exit {rc}'} in {time.monotonic() - started:.0f} s"
+            f" ({time.monotonic() - t0:.0f} s since the benchmark started)",
+            flush=True,
+        )
     if not folders:
         print("[benchmark] no run produced results", file=sys.stderr)
         return 1
-    out = args.out or f"results/{args.env}"
-    rc = subprocess.call([sys.executable, "-m", "analysis", "report", *folders, "--out", out])
+    rc = subprocess.call([sys.executable, "-m", "analysis", "report", *folders, "--out", args.out])
     if failures:
         print(f"[benchmark] failed configurations: {', '.join(failures)}", file=sys.stderr)
     return rc or (1 if failures else 0)

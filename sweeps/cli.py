@@ -71,12 +71,12 @@ SMOKE_DEFAULTS: dict[str, Any] = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message: str):  # one line, exit 2 (argparse prints usage too by default)
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def _count(min_value: int) -> Callable[[str], int]:
+def count(min_value: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -90,7 +90,7 @@ def _count(min_value: int) -> Callable[[str], int]:
     return parse
 
 
-def _positive_float(text: str) -> float:
+def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -122,7 +122,7 @@ def _gpus(text: str) -> float:
 
 def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     """The shared parser: kebab-case flags with help text; a sweep changes defaults only."""
-    p = _Parser(
+    p = OneLineErrorParser(
         prog=f"python sweeps/{sweep.name}.py",
         description=sweep.description or f"{sweep.algo} sweep on {sweep.env}",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -130,37 +130,37 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         allow_abbrev=False,
     )
     s = p.add_argument_group("search")
-    s.add_argument("--num-samples", type=_count(1), help="trials to sample")
+    s.add_argument("--num-samples", type=count(1), help="trials to sample")
     s.add_argument(
         "--max-concurrent-trials",
-        type=_count(0),
+        type=count(0),
         help="trials running at once (0: as many as the cluster's resources hold)",
     )
     s.add_argument("--search", choices=["optuna", "random"], help="Optuna TPE or random sampling")
     s.add_argument("--scheduler", choices=["asha", "fifo"], help="ASHA early stopping or none")
     s.add_argument(
-        "--grace-period", type=_count(1), help="ASHA: env steps before a trial can be stopped"
+        "--grace-period", type=count(1), help="ASHA: env steps before a trial can be stopped"
     )
-    s.add_argument("--reduction-factor", type=_count(2), help="ASHA: keep 1/this per rung")
-    s.add_argument("--seed", type=_count(0), help="seeds the searcher and every trial")
+    s.add_argument("--reduction-factor", type=count(2), help="ASHA: keep 1/this per rung")
+    s.add_argument("--seed", type=count(0), help="seeds the searcher and every trial")
     s.add_argument(
         "--benchmark-seeds",
-        type=_count(1),
+        type=count(1),
         help="benchmark mode: no search; run the tuned defaults once per seed "
         "(--seed, --seed+1, ...) with FIFO scheduling",
     )
 
     b = p.add_argument_group("budget")
-    b.add_argument("--stop-timesteps", type=_count(1), help="env steps sampled per trial")
+    b.add_argument("--stop-timesteps", type=count(1), help="env steps sampled per trial")
     b.add_argument(
         "--stop-reward",
         type=_finite_float,
         help="stop a trial once its return reaches this (greedy return on cabs)",
     )
-    b.add_argument("--time-budget-s", type=_positive_float, help="wall-clock budget of the sweep")
+    b.add_argument("--time-budget-s", type=positive_float, help="wall-clock budget of the sweep")
     b.add_argument(
         "--stop-train-time-s",
-        type=_positive_float,
+        type=positive_float,
         help="stop a trial after this much training wall-clock (evaluation excluded)",
     )
     b.add_argument(
@@ -173,14 +173,14 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     )
 
     r = p.add_argument_group("resources")
-    r.add_argument("--num-env-runners", type=_count(0), help="CPU env runners per trial")
-    r.add_argument("--num-envs-per-env-runner", type=_count(1), help="vectorised envs per runner")
+    r.add_argument("--num-env-runners", type=count(0), help="CPU env runners per trial")
+    r.add_argument("--num-envs-per-env-runner", type=count(1), help="vectorised envs per runner")
     r.add_argument(
         "--num-gpus-per-learner",
         type=_gpus,
         help="GPUs per learner (default: 1 when the cluster has a GPU, else 0)",
     )
-    r.add_argument("--num-learners", type=_count(0), help="remote learners (0: in the trial)")
+    r.add_argument("--num-learners", type=count(0), help="remote learners (0: in the trial)")
     r.add_argument(
         "--address", help="existing Ray cluster to run on (e.g. auto); default: start a local Ray"
     )
@@ -199,21 +199,21 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--storage-path", help="where sweep folders are written")
     o.add_argument("--name", help="sweep folder name (default: <sweep>-<date>-<time>)")
-    o.add_argument("--eval-interval", type=_count(1), help="greedy evaluation every N iterations")
-    o.add_argument("--eval-episodes", type=_count(1), help="episodes per greedy evaluation")
+    o.add_argument("--eval-interval", type=count(1), help="greedy evaluation every N iterations")
+    o.add_argument("--eval-episodes", type=count(1), help="episodes per greedy evaluation")
     o.add_argument(
         "--iteration-s",
-        type=_positive_float,
+        type=positive_float,
         help="minimum wall-clock per training iteration (the resolution of time-to-reward); "
         "default: the algorithm's own",
     )
     o.add_argument(
         "--checkpoint-freq",
-        type=_count(0),
+        type=count(0),
         help="checkpoint every N iterations and at the end (0: never; resume then restarts "
         "unfinished trials)",
     )
-    o.add_argument("--max-failures", type=_count(0), help="retries of a failing trial")
+    o.add_argument("--max-failures", type=count(0), help="retries of a failing trial")
     o.add_argument("--verbose", action="store_true", help="show the trial processes' own logs")
     o.add_argument(
         "--resume",
@@ -223,7 +223,7 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         "only --address, --verbose and --progress-interval-s may be given with it",
     )
     o.add_argument(
-        "--progress-interval-s", type=_positive_float, help="seconds between progress tables"
+        "--progress-interval-s", type=positive_float, help="seconds between progress tables"
     )
 
     if sweep.env == "cabs":
@@ -233,7 +233,7 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
             choices=["base", "requests"],
             help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
         )
-        c.add_argument("--tm-seed", type=_count(0), help="seed of the city's travel-time matrix")
+        c.add_argument("--tm-seed", type=count(0), help="seed of the city's travel-time matrix")
         # Advanced, for fault-injection tests: extra cab env-config keys as a JSON object, e.g.
         # '{"fail_at_step": 300, "fail_marker": "/tmp/failed-once"}' (see envs.cabs).
         c.add_argument("--env-config-json", help=argparse.SUPPRESS)
