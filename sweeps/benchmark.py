@@ -2,10 +2,13 @@
 
 How to run
 ----------
-    python -m sweeps.benchmark --env cabs --algos dqn,apex,impala,appo --seeds 3 \\
-        --num-env-runners 1,2 --time-budget-s 120 --out results/cabs
-    python -m sweeps.benchmark --env cabs --variant requests --algos apex,impala --seeds 3
-    python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 1 --time-budget-s 300
+    python -m sweeps.benchmark --env cabs --variant base --algos dqn,apex,impala,appo \\
+        --num-env-runners 0,1 --seeds 3 --time-budget-s 60          # results/cabs, 2 cores
+    python -m sweeps.benchmark --env cabs --variant requests --num-env-runners 1 \\
+        --seeds 3 --time-budget-s 120
+    python -m sweeps.benchmark --env cabs --num-env-runners 1,2,4,8   # scaling, >= 10 cores
+    python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 3 \\
+        --time-budget-s 3600 --num-env-runners 8                      # a GPU box
 
 For every (algorithm, env-runner count) this runs the sweep file's tuned defaults once per seed as
 one Tune experiment (``python sweeps/<algo>_<env>.py --benchmark-seeds N ...``: the same runner,

@@ -141,7 +141,10 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
         seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
         param_space["seed"] = tune.grid_search(seeds)
-        searcher, num_samples = BasicVariantGenerator(), 1
+        # The limit goes into the generator itself: Tune applies max_concurrent_trials only to
+        # a Searcher (via ConcurrencyLimiter) and ignores it, with a warning, for a generator.
+        searcher = BasicVariantGenerator(max_concurrent=plan.concurrent)
+        num_samples = 1
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
     else:
         searcher = make_searcher(sweep, args, metric)

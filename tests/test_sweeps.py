@@ -62,6 +62,29 @@ def test_smoke(name, tmp_path, ray_session):
 
 
 @pytest.mark.slow
+def test_benchmark_mode_runs_one_trial_per_seed_one_at_a_time(tmp_path, ray_session):
+    """--benchmark-seeds: the tuned defaults once per seed, and --max-concurrent-trials holds
+    even when two trials would fit (0 env runners: 1 CPU each on 2 CPUs): fair timing."""
+    rc, experiment = _run(
+        "dqn_cabs", tmp_path, "--smoke", "--benchmark-seeds", "2", "--seed", "5",
+        "--num-env-runners", "0", "--max-concurrent-trials", "1",
+    )  # fmt: skip
+    assert rc == 0
+    record = json.loads((experiment / "run.json").read_text())
+    assert record["kind"] == "benchmark" and record["plan"]["concurrent"] == 1
+    windows = []
+    for trial in _trial_dirs(experiment):
+        results = [json.loads(line) for line in (trial / "result.json").read_text().splitlines()]
+        params = json.loads((trial / "params.json").read_text())
+        first, last = results[0], results[-1]
+        windows.append((first["timestamp"] - first["time_this_iter_s"], last["timestamp"]))
+        assert params["seed"] in (5, 6) and "hp" not in params  # no search: tuned defaults
+    assert len(windows) == 2
+    (start_a, end_a), (start_b, end_b) = sorted(windows)
+    assert start_b >= end_a - 1  # whole-second timestamps; run together they would overlap
+
+
+@pytest.mark.slow
 def test_hparams_visible_to_tensorboard(tmp_path, ray_session):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import metadata as hp_metadata
