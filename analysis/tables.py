@@ -259,13 +259,15 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
 
 
 def baseline_config(summary: pd.DataFrame) -> str | None:
-    """The single-runner DQN configuration (fewest runners, at most 1; benchmarks first)."""
+    """The single-runner DQN configuration: DQN with exactly one env runner (the seed article's
+    single-worker DQN, sampling like the other algorithms at one runner), else DQN sampling on
+    its local runner (0); benchmarks before sweeps."""
     dqn = summary[(summary["algo"] == BASELINE_ALGO) & (summary["num_env_runners"] <= 1)]
     if dqn.empty:
         return None
-    dqn = dqn.assign(_sweep=dqn["kind"] == "sweep").sort_values(
-        ["num_env_runners", "_sweep", "config"], kind="stable"
-    )
+    dqn = dqn.assign(
+        _not_one=dqn["num_env_runners"] != 1, _sweep=dqn["kind"] == "sweep"
+    ).sort_values(["_not_one", "_sweep", "config"], kind="stable")
     return str(dqn["config"].iloc[0])
 
 

@@ -433,6 +433,23 @@ def test_censored_median_counts_missed_seeds_at_their_budget():
     assert math.isnan(value) and not bound
 
 
+def test_baseline_is_dqn_with_one_env_runner_then_local_sampling():
+    def summary(*configs: tuple[str, str, int, str]) -> pd.DataFrame:
+        return pd.DataFrame(
+            [dict(algo=a, kind=k, num_env_runners=n, config=c) for a, k, n, c in configs]
+        )
+
+    one = ("dqn", "benchmark", 1, "dqn · 1 runner")
+    local = ("dqn", "benchmark", 0, "dqn · 0 runners")
+    sweep = ("dqn", "sweep", 1, "dqn · best of dqn_sweep")
+    four = ("dqn", "benchmark", 4, "dqn · 4 runners")
+    apex = ("apex", "benchmark", 1, "apex · 1 runner")
+    assert tables.baseline_config(summary(local, four, sweep, one, apex)) == "dqn · 1 runner"
+    assert tables.baseline_config(summary(local, four, sweep)) == "dqn · best of dqn_sweep"
+    assert tables.baseline_config(summary(local, four)) == "dqn · 0 runners"
+    assert tables.baseline_config(summary(four, apex)) is None
+
+
 def test_speedup_is_a_bound_when_most_baseline_seeds_miss(tmp_path):
     """One lucky DQN seed out of three must not make DQN the fastest configuration."""
     fast = [NAN, 20, 95, 95, 95, 95]  # reaches 90 at iteration 2
