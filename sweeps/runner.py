@@ -76,7 +76,10 @@ def _targets(sweep: Sweep, optimum: float | None) -> list[float]:
 
 
 def _stop_key(sweep: Sweep) -> keys.Key:
-    """The return a trial must reach for --stop-reward/--as-test: greedy on cabs."""
+    """The return that judges a trial: what Optuna maximises, what ASHA compares, what
+    --stop-reward/--as-test and the best-trial pick use. Greedy (explore=False) on cabs: the
+    training return there is the exploring actors' (Ape-X runs up to ε = 0.4), which ranks
+    trials by their exploration more than by their policy. Pong: the training return."""
     return keys.GREEDY_RETURN if sweep.env == "cabs" else keys.RETURN_MEAN
 
 
@@ -132,9 +135,8 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
 
         optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
 
-    metric = keys.flat(keys.RETURN_MEAN)
+    metric = stop_key = keys.flat(_stop_key(sweep))  # one signal searches, prunes and stops
     env_steps = keys.flat(keys.ENV_STEPS)
-    stop_key = keys.flat(_stop_key(sweep))
     experiment = Path(args.storage_path).expanduser().resolve() / args.name
 
     param_space = config.to_dict()

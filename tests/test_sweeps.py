@@ -49,6 +49,10 @@ def test_smoke(name, tmp_path, ray_session):
     assert record["status"] == "finished"
     assert record["sweep"] == name and record["kind"] == "sweep"
     assert record["search_space"] and record["hyperparameters"]
+    # One signal searches, prunes and stops: greedy on cabs, the training return on Pong.
+    judged_by = keys.GREEDY_RETURN if name.endswith("_cabs") else keys.RETURN_MEAN
+    assert record["metric"] == keys.flat(judged_by)
+    assert record["scheduler"]["type"] == "asha"
     trials = _trial_dirs(experiment)
     assert 1 <= len(trials) <= 2
     for trial in trials:
