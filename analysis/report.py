@@ -37,6 +37,11 @@ from analysis.collect import (
 )
 
 REPORT_FILE = "REPORT.md"
+# What to run where Pong's targets are in reach (the seed articles' GPU-learner setting).
+PONG_GPU_COMMAND = (
+    "python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 3 "
+    "--time-budget-s 3600 --num-env-runners 8"
+)
 DATE_PREFIX = "Generated on "
 REFERENCE_EPISODES = 200
 REFERENCE_SEED = 0
@@ -218,6 +223,24 @@ def _ttt_section(summary: pd.DataFrame) -> list[str]:
         rows = [[r["config"], fmt_float(r["target"]), *_ttt_cells(r)] for _, r in part.iterrows()]
         lines += [f"#### {title.capitalize()}", "", markdown_table(header, rows), ""]
     return lines
+
+
+def _no_gpu_note(env: str, part: pd.DataFrame, summary: pd.DataFrame) -> list[str]:
+    """Pong run without a GPU and short of its targets: say so, and what to run instead."""
+    if env != "pong" or part["gpus"].fillna(0).max() > 0:
+        return []
+    if not summary.empty and (summary["reached"] == summary["seeds"]).all():
+        return []
+    cpus = part["cpus"].dropna()
+    machine = f"{fmt_int(cpus.max())} CPUs" if not cpus.empty else "CPUs only"
+    return [
+        f"These runs had no GPU ({machine}): a target not reached here says how far CPU-only "
+        "training gets within the budget, not how fast the algorithms reach it. On a machine "
+        "with a GPU and at least 10 CPUs, measure time to 18 and 20 with:",
+        "",
+        f"```bash\n{PONG_GPU_COMMAND}\n```",
+        "",
+    ]
 
 
 def _speedup_section(speedup: pd.DataFrame) -> list[str]:
@@ -491,6 +514,7 @@ def render_report(
             lines += ["### Time to reward", "", "No reward targets in run.json.", ""]
         else:
             lines += _ttt_section(summary)
+        lines += _no_gpu_note(env, part, summary)
         curves = plots.plot_learning_curves(
             sel,
             out_dir / f"curves_{_slug(title)}.png",
