@@ -21,10 +21,13 @@ steps, reduction factor 3, max 40k steps: a trial is judged after ~60 episodes.
 
 Results to expect
 -----------------
-Measured on 2 cores (2026-11-22, ray 2.60.0): the default sweep ran 10 trials in 6.5 minutes; its
-best trial reached a greedy return of 2,853 = 96% of the exact optimum (2,966 on the default city)
-in ~40k env steps. The tuned defaults reach greedy 2,500 in a median 7.6 s of training (3/3 seeds);
-time-to-reward against DQN, IMPALA and APPO: ``results/cabs/REPORT.md``.
+Measured on 2 cores (2026-11-22, ray 2.60.0, commit f80fea8): the default sweep ran 10 trials in
+5.3 minutes; ASHA stopped 5 early (36% of the full env-step budget saved); 4 trials ended above a
+greedy return of 2,800 and the best at 2,874 = 96.9% of the exact optimum (2,966 on the default
+city), reaching 2,500 after 15 s of training (19k env steps). The tuned defaults reach greedy
+2,500 in a median 12.1 s of training (3/3 seeds) and, on ``--variant requests``, 95% of the
+optimum in 2 of 3 seeds within 120 s. Time-to-reward against DQN, IMPALA and APPO:
+``results/cabs/REPORT.md``.
 """
 
 from __future__ import annotations
