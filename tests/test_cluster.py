@@ -253,16 +253,17 @@ def test_worker_node_lost_mid_trial_is_survived(cluster, tmp_path):
     killer = threading.Thread(target=kill_env_runner_node, daemon=True)
     killer.start()
     argv = _sweep(tmp_path, cluster, "--num-env-runners", "1", "--num-samples", "1")
-    rc = dqn_cabs.main([*argv, "--stop-timesteps", "3000", "--time-budget-s", "150"])
+    rc = dqn_cabs.main([*argv, "--stop-timesteps", "4000", "--time-budget-s", "150"])
     killer.join(timeout=5)
     assert removed, "the env runner's node was never removed"
     assert rc == 0
     (rows,) = _trials(tmp_path / "exp")
-    assert keys.get(rows[-1], keys.ENV_STEPS) >= 3000
-    # The env runner sampled on the removed node, then on a surviving worker (restarted there).
-    # An iteration that ends while the runner is being restarted reports no runner node (""):
-    # judge by the last iteration that saw a healthy runner.
+    assert keys.get(rows[-1], keys.ENV_STEPS) >= 4000
+    # The env runner sampled on the removed node; by the end it is not there any more: either
+    # restarted on a surviving worker, or still restarting ("": RLlib then samples on the
+    # trial's local runner, so the trial keeps going). Any node it is seen on later survives.
     runner_nodes = [r["placement"]["env_runner_nodes"] for r in rows]
     assert runner_nodes[0] == removed[0]
-    seen = [node for node in runner_nodes if node]
-    assert seen[-1] in cluster.worker_ids and seen[-1] != removed[0], runner_nodes
+    assert runner_nodes[-1] != removed[0], runner_nodes
+    later = [node for node in runner_nodes if node and node != removed[0]]
+    assert set(later) <= cluster.worker_ids, runner_nodes
