@@ -326,22 +326,25 @@ def _small_config(env: str = CABS, runners: int = 2) -> ApexDQNConfig:
     )
 
 
+@pytest.fixture(scope="class")
+def algo():
+    """One 2-runner, 2-shard ApexDQN on Cabs-v0 after 4 iterations, built once per test class.
+
+    The tests themselves request the shared `ray_session`, which finds this Ray instance and
+    shuts it down at the end."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    algo = _small_config().build()
+    results = [algo.train() for _ in range(4)]
+    yield algo, results
+    algo.stop()
+
+
 @pytest.mark.slow
 class TestApexMechanics:
-    """One 2-runner, 2-shard ApexDQN on Cabs-v0 shared by the mechanics checks."""
-
-    @pytest.fixture(scope="class")
-    def algo(self):
-        # Class-scoped (built once for these checks); the tests themselves request the
-        # shared `ray_session`, which finds this Ray instance and shuts it down at the end.
-        import ray
-
-        if not ray.is_initialized():
-            ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        algo = _small_config().build()
-        results = [algo.train() for _ in range(4)]
-        yield algo, results
-        algo.stop()
+    """The mechanics checks, all on the one algorithm of the ``algo`` fixture."""
 
     def test_runner_epsilons_on_built_algorithm(self, algo, ray_session):
         algo, results = algo
