@@ -72,18 +72,11 @@ def fmt_ratio(x) -> str:
     return DASH if _nan(x) else f"{float(x):.2f}×"
 
 
-def fmt_bounded(x, lower_bound: bool, fmt: Callable = fmt_float) -> str:
-    """A value that may be a lower bound: '≥ 60.9 s'."""
-    return DASH if _nan(x) else ("≥ " if lower_bound else "") + fmt(x)
-
-
-def fmt_bounded_ratio(x, bound: str) -> str:
-    """A ratio that may be a bound: '≥ 7.93×', '≤ 0.12×'."""
-    return DASH if _nan(x) else (f"{bound} " if bound else "") + fmt_ratio(x)
-
-
-def fmt_bounded_pct(x, bound: str) -> str:
-    return DASH if _nan(x) else (f"{bound} " if bound else "") + fmt_pct(x)
+def fmt_bounded(x, bound: str | bool, fmt: Callable = fmt_float) -> str:
+    """A value that may be a bound: '≥ 60.9 s', '≤ 0.12×' (``bound`` True means '≥')."""
+    if not isinstance(bound, str):  # a lower-bound flag (bool or numpy bool)
+        bound = "≥" if bool(bound) else ""
+    return DASH if _nan(x) else (f"{bound} " if bound else "") + fmt(x)
 
 
 def fmt_pct(x) -> str:
@@ -265,8 +258,8 @@ def _speedup_section(speedup: pd.DataFrame) -> list[str]:
             fmt_float(r["target"]),
             fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time),
             fmt_bounded(r["baseline_time_median_s"], r["baseline_time_lower_bound"], fmt_time),
-            fmt_bounded_ratio(r["speedup"], r["speedup_bound"]),
-            fmt_bounded_ratio(r["steps_ratio"], r["steps_bound"]),
+            fmt_bounded(r["speedup"], r["speedup_bound"], fmt_ratio),
+            fmt_bounded(r["steps_ratio"], r["steps_bound"], fmt_ratio),
             r["note"],
         ]
         for _, r in speedup.iterrows()
@@ -311,8 +304,8 @@ def _scaling_section(throughput: pd.DataFrame, ttt_scaling: pd.DataFrame, plot: 
                 str(r["num_env_runners"]),
                 f"{r['reached']}/{r['seeds']}",
                 fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time),
-                fmt_bounded_ratio(r["speedup"], r["speedup_bound"]),
-                fmt_bounded_pct(100.0 * r["efficiency"], r["speedup_bound"]),
+                fmt_bounded(r["speedup"], r["speedup_bound"], fmt_ratio),
+                fmt_bounded(100.0 * r["efficiency"], r["speedup_bound"], fmt_pct),
             ]
             for _, r in ttt_scaling.iterrows()
         ]
