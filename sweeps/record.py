@@ -15,38 +15,32 @@ from sweeps.placement import Plan
 SampleFn = Callable[[Any], dict[str, Any]]
 
 
-def git_commit() -> str | None:
+def _git(*args: str) -> str | None:
+    """``git ARGS`` run in this checkout: its stdout, or None outside a checkout / on failure."""
     import subprocess
 
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            ["git", *args],
             capture_output=True,
             text=True,
             cwd=Path(__file__).resolve().parent,
             timeout=5,
         )
-        return out.stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def git_commit() -> str | None:
+    return (_git("rev-parse", "HEAD") or "").strip() or None
 
 
 def git_dirty() -> bool | None:
     """Whether tracked files differ from the commit (a run from a modified tree is not exactly
     reproducible from ``git_commit`` alone); None outside a git checkout."""
-    import subprocess
-
-    try:
-        out = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            cwd=Path(__file__).resolve().parent,
-            timeout=5,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return bool(out.stdout.strip()) if out.returncode == 0 else None
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    return None if status is None else bool(status.strip())
 
 
 def versions() -> dict[str, str]:

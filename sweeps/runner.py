@@ -75,7 +75,7 @@ def _targets(sweep: Sweep, optimum: float | None) -> list[float]:
     return [18.0, 20.0]
 
 
-def _stop_key(sweep: Sweep) -> keys.Key:
+def _judged_by(sweep: Sweep) -> keys.Key:
     """The return that judges a trial: what Optuna maximises, what ASHA compares, what
     --stop-reward/--as-test and the best-trial pick use. Greedy (explore=False) on cabs: the
     training return there is the exploring actors' (Ape-X runs up to ε = 0.4), which ranks
@@ -135,7 +135,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
 
         optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
 
-    metric = stop_key = keys.flat(_stop_key(sweep))  # one signal searches, prunes and stops
+    metric = stop_key = keys.flat(_judged_by(sweep))  # one signal searches, prunes and stops
     env_steps = keys.flat(keys.ENV_STEPS)
     experiment = Path(args.storage_path).expanduser().resolve() / args.name
 
@@ -162,7 +162,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             args.stop_train_time_s
         ):
             return True
-        reached = keys.get(result, _stop_key(sweep))
+        reached = keys.get(result, _judged_by(sweep))
         return stop_reward is not None and reached is not None and reached >= stop_reward
 
     from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
@@ -470,7 +470,7 @@ def _finish(sweep, args, results, record, record_path, experiment, interrupted) 
         return 130 if interrupted else 1
     best = None
     best_value = -math.inf
-    stop_key = _stop_key(sweep)
+    stop_key = _judged_by(sweep)
     reached_any = False
     for r in results:
         m = r.metrics or {}
