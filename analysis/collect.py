@@ -103,33 +103,14 @@ INT_COLUMNS = [
     "cpus",
     "gpus",
 ]
+FLOAT_COLUMNS = ITERATION_COLUMNS + ["max_t", "optimum"]
+# Every other column is text ("" when missing).
 STR_COLUMNS = [
-    "sweep",
-    "kind",
-    "algo",
-    "env",
-    "variant",
-    "experiment",
-    "trial_id",
-    "trial_status",
-    "metric",
-    "mode",
-    "scheduler",
-    "time_attr",
-    "stop",
-    "targets",
-    "command",
-    "git_commit",
-    "git_dirty",
-    "ray_version",
-    "torch_version",
-    "python_version",
-    "cpu_model",
-    "platform",
-    "started_at",
-    "ended_at",
-    "run_status",
+    c
+    for c in ID_COLUMNS + TRIAL_COLUMNS + EXPERIMENT_COLUMNS
+    if c not in INT_COLUMNS and c not in FLOAT_COLUMNS
 ]
+WARNING_ITEMS = 5  # skipped items named in the warning line
 SORT_COLUMNS = ["env", "variant", "kind", "algo", "experiment", "trial_id", "training_iteration"]
 
 
@@ -145,10 +126,23 @@ class Collection:
     skipped: list[str] = field(default_factory=list)
 
     def warning(self) -> str | None:
-        """The one warning line naming everything that was skipped (None when nothing was)."""
+        """One warning line naming what was skipped, the first few by name (None when nothing
+        was); the report lists them all."""
         if not self.skipped:
             return None
-        return f"warning: skipped {len(self.skipped)} item(s): " + "; ".join(self.skipped)
+        more = len(self.skipped) - WARNING_ITEMS
+        named = "; ".join(self.skipped[:WARNING_ITEMS]) + (f"; and {more} more" if more > 0 else "")
+        return f"warning: skipped {len(self.skipped)} item(s): {named}"
+
+    def require_runs(self, inputs: Sequence[str | os.PathLike[str]]) -> None:
+        """Raise ``UsageError`` (one line) when nothing valid was collected."""
+        if self.runs.empty:
+            why = f" (skipped {len(self.skipped)} item(s), first: {self.skipped[0]})"
+            raise UsageError(
+                "no valid trial results in "
+                + ", ".join(map(str, inputs))
+                + (why if self.skipped else "")
+            )
 
 
 # --- Finding experiments ----------------------------------------------------------------------
@@ -195,9 +189,13 @@ def _experiments_below(root: Path) -> list[Path]:
 # --- Reading one experiment -------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+def _read_object(path: Path) -> dict[str, Any]:
+    """A JSON object from a file; ``OSError`` / ``ValueError`` when it is not one."""
     with path.open(encoding="utf-8") as f:
-        return json.load(f)
+        value = json.load(f)
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
 
 
 def _number(value: Any) -> float:
@@ -391,9 +389,7 @@ def _trial_dirs(exp_dir: Path) -> list[Path]:
 def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
     """Rows (one per trial and iteration) of one experiment folder; appends what it skipped."""
     try:
-        info = _read_json(exp_dir / RUN_FILE)
-        if not isinstance(info, dict):
-            raise ValueError("not a JSON object")
+        info = _read_object(exp_dir / RUN_FILE)
     except (OSError, ValueError) as err:
         skipped.append(f"{exp_dir.name} (unreadable {RUN_FILE}: {err})")
         return []
@@ -417,9 +413,7 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
             skipped.append(f"{where} (no {PARAMS_FILE})")
             continue
         try:
-            params = _read_json(trial_dir / PARAMS_FILE)
-            if not isinstance(params, dict):
-                raise ValueError("not a JSON object")
+            params = _read_object(trial_dir / PARAMS_FILE)
         except (OSError, ValueError) as err:
             skipped.append(f"{where} (unreadable {PARAMS_FILE}: {err})")
             continue
@@ -470,7 +464,7 @@ def tidy(frame: pd.DataFrame) -> pd.DataFrame:
         frame[col] = pd.to_numeric(frame[col], errors="coerce").round().astype("Int64")
     for col in STR_COLUMNS:
         frame[col] = frame[col].astype("str").where(frame[col].notna(), "")
-    for col in ITERATION_COLUMNS + ["max_t", "optimum"]:
+    for col in FLOAT_COLUMNS:
         if col not in INT_COLUMNS:
             frame[col] = pd.to_numeric(frame[col], errors="coerce").astype("float64")
     frame = frame.sort_values(SORT_COLUMNS, kind="stable", na_position="last")
@@ -489,6 +483,25 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> Collection:
         rows.extend(read_experiment(exp_dir, skipped))
     frame = pd.DataFrame(rows, columns=None if rows else column_order([]))
     return Collection(tidy(frame), skipped)
+
+
+def gather(inputs: Sequence[str]) -> Collection:
+    """Experiment folders (collected) and ``runs.csv`` tables (read) as one table, for the
+    command line: raises ``UsageError`` (one line) when nothing valid is in them, and prints the
+    one warning line naming what was skipped."""
+    csvs = [p for p in inputs if Path(p).suffix == ".csv"]
+    for path in csvs:
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file")
+    dirs = [p for p in inputs if p not in csvs]
+    collection = collect(dirs) if dirs else Collection(tidy(pd.DataFrame()), [])
+    frames = [f for f in [collection.runs, *map(read_runs_csv, csvs)] if not f.empty]
+    if frames:
+        collection.runs = tidy(pd.concat(frames, ignore_index=True))
+    collection.require_runs(inputs)
+    if collection.warning():
+        print(collection.warning(), file=sys.stderr)
+    return collection
 
 
 def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
@@ -523,13 +536,19 @@ def check_writable(path: Path) -> None:
 # --- CLI --------------------------------------------------------------------------------------
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def add_inputs(parser: argparse.ArgumentParser) -> None:
+    """The positional inputs that ``collect`` and ``report`` share."""
     parser.add_argument(
-        "run_dirs",
+        "inputs",
         nargs="+",
         metavar="RUN_DIR",
-        help="Tune experiment folder (with run.json), or a folder containing several",
+        help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv "
+        "written by `python -m analysis collect`",
     )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_inputs(parser)
     parser.add_argument(
         "--out",
         required=True,
@@ -547,29 +566,9 @@ def run(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise UsageError(f"{out}: is a directory")
     check_writable(out)
-    collection = collect(args.run_dirs)
-    if collection.warning():
-        print(collection.warning(), file=sys.stderr)
-    if collection.runs.empty:
-        raise UsageError("no valid trial results in " + ", ".join(map(str, args.run_dirs)))
+    collection = gather(args.inputs)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_runs_csv(collection.runs, out)
     n_trials = collection.runs.groupby(["experiment", "trial_id"]).ngroups
     print(f"wrote {out}: {len(collection.runs)} rows, {n_trials} trials")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis collect", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except UsageError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.collect import COMPLETED, ERRORED
-from analysis.tables import SIGNALS, TRIAL_KEY, runners, targets_of
+from analysis.tables import SIGNALS, TRIAL_KEY, best_trials, runners, targets_of, trial_summary
 
 # PNG metadata without the matplotlib version: same data, same bytes.
 PNG_METADATA = {"Software": None}
@@ -174,15 +174,8 @@ def plot_sweep(runs: pd.DataFrame, experiment: str, path: Path) -> Path | None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
     metric = g["metric"].iloc[0] or "metric"
-    finals = {}
-    for trial_id, t in g.groupby("trial_id", sort=True):
-        t = t.sort_values("training_iteration")
-        finals[trial_id] = t["metric_value"].dropna()
-    scored = {k: v.iloc[-1] for k, v in finals.items() if len(v)}
-    best = None
-    if scored:
-        pick = min if g["mode"].iloc[0] == "min" else max
-        best = pick(sorted(scored), key=lambda k: scored[k])
+    best_trial = best_trials(trial_summary(g))
+    best = best_trial["trial_id"].iloc[0] if len(best_trial) else None
     for trial_id, t in g.groupby("trial_id", sort=True):
         t = t.sort_values("training_iteration")[["env_steps", "metric_value", "trial_status"]]
         line = t.dropna(subset=["env_steps", "metric_value"])

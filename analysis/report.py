@@ -14,7 +14,6 @@ import datetime as dt
 import math
 import re
 import shlex
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -27,12 +26,11 @@ from analysis.collect import (
     INCOMPLETE,
     RUNS_CSV,
     STOPPED_EARLY,
-    Collection,
     UsageError,
+    add_inputs,
     check_writable,
-    collect,
+    gather,
     read_runs_csv,
-    tidy,
     write_runs_csv,
 )
 
@@ -546,13 +544,7 @@ def render_report(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="RUN_DIR",
-        help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv "
-        "written by `python -m analysis collect`",
-    )
+    add_inputs(parser)
     parser.add_argument(
         "--out",
         required=True,
@@ -565,30 +557,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def load_inputs(inputs: Sequence[str]) -> Collection:
-    """Collect experiment folders and read runs.csv tables into one table."""
-    csvs = [p for p in inputs if Path(p).suffix == ".csv"]
-    for path in csvs:
-        if not Path(path).is_file():
-            raise UsageError(f"{path}: no such file")
-    dirs = [p for p in inputs if p not in csvs]
-    collection = collect(dirs) if dirs else Collection(tidy(pd.DataFrame()), [])
-    frames = [collection.runs] + [read_runs_csv(p) for p in csvs]
-    frames = [f for f in frames if not f.empty]
-    runs = tidy(pd.concat(frames, ignore_index=True)) if frames else collection.runs
-    return Collection(runs, collection.skipped)
-
-
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
     check_writable(out)
-    collection = load_inputs(args.inputs)
-    if collection.warning():
-        print(collection.warning(), file=sys.stderr)
-    if collection.runs.empty:
-        raise UsageError("no valid trial results in " + ", ".join(map(str, args.inputs)))
+    collection = gather(args.inputs)
     out.mkdir(parents=True, exist_ok=True)
     csv_path = out / RUNS_CSV
     write_runs_csv(collection.runs, csv_path)
@@ -609,22 +583,3 @@ def run(args: argparse.Namespace) -> int:
     tmp.replace(report)
     print(f"wrote {report} ({runs['experiment'].nunique()} experiments, {len(runs)} rows)")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m analysis report",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_arguments(parser)
-    args = parser.parse_args(argv)
-    try:
-        return run(args)
-    except UsageError as err:
-        print(f"{parser.prog}: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -75,15 +75,26 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
 
 
+def rank_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Trials of one experiment, best first by final search metric (run.json's mode; ties: the
+    first trial id; trials without a finite metric last). The one rule for "best trial" in the
+    analysis: Tune's ``ResultGrid.get_best_result(metric, mode)`` over the last results."""
+    if trials.empty:
+        return trials
+    ascending = trials["mode"].iloc[0] == "min"
+    return trials.sort_values("trial_id", kind="stable").sort_values(
+        "final_metric", ascending=ascending, kind="stable", na_position="last"
+    )
+
+
 def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep experiment, the trial with the best final search metric (ties: first trial id)."""
+    """Per sweep experiment, its best trial (:func:`rank_trials`); sweeps where no trial has a
+    finite final metric have none."""
     best = []
     for _, g in trials[trials["kind"] == "sweep"].groupby("experiment", sort=True):
-        g = g.dropna(subset=["final_metric"]).sort_values("trial_id", kind="stable")
-        if g.empty:
-            continue
-        ascending = g["mode"].iloc[0] == "min"
-        best.append(g.sort_values("final_metric", ascending=ascending, kind="stable").iloc[[0]])
+        ranked = rank_trials(g.dropna(subset=["final_metric"]))
+        if not ranked.empty:
+            best.append(ranked.iloc[[0]])
     return pd.concat(best) if best else trials.iloc[0:0]
 
 
@@ -469,13 +480,9 @@ def asha_savings(runs: pd.DataFrame) -> pd.DataFrame:
 
 def sweep_trials(runs: pd.DataFrame, experiment: str) -> pd.DataFrame:
     """All trials of one sweep ranked by final search metric (best first; NaN last)."""
-    trials = trial_summary(runs[runs["experiment"] == experiment])
+    trials = rank_trials(trial_summary(runs[runs["experiment"] == experiment]))
     if trials.empty:
         return trials
-    ascending = trials["mode"].iloc[0] == "min"
-    trials = trials.sort_values("trial_id", kind="stable").sort_values(
-        "final_metric", ascending=ascending, kind="stable", na_position="last"
-    )
     hp = [c for c in trials.columns if c.startswith(HP_PREFIX) and trials[c].notna().any()]
     trials.insert(0, "rank", np.arange(1, len(trials) + 1))
     cols = ["rank", "trial_id", "seed", *hp, "final_metric", "final_greedy", "env_steps"]

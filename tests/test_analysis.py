@@ -675,11 +675,18 @@ def test_cli_bad_input_exits_2_and_writes_nothing(command, suite_dir, tmp_path, 
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     _assert_exit_2([command, str(suite_dir), "--out", str(blocker / "sub")], capsys, "cannot be")
-    broken = write_experiment(tmp_path / "raw", "dqn_empty", [dict(returns=[])])
-    assert main([command, str(broken), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[0].startswith("warning: skipped") and "no valid trial results" in err[-1]
+    # A folder of runs none of which has a result: one short line, however many were skipped.
+    for i in range(40):
+        write_experiment(tmp_path / "raw", f"dqn_empty_{i}", [dict(returns=[])])
+    _assert_exit_2([command, str(tmp_path / "raw"), "--out", str(out)], capsys, "no valid trial")
     assert not out.exists()
+
+
+def test_warning_names_the_first_few_skipped_items(suite_dir, tmp_path):
+    skipped = [f"exp_{i} (no trial folders)" for i in range(12)]
+    warning = collect.Collection(pd.DataFrame(), skipped).warning()
+    assert warning.startswith("warning: skipped 12 item(s): exp_0 (no trial folders); ")
+    assert warning.endswith(f"; and {12 - collect.WARNING_ITEMS} more") and "exp_11" not in warning
 
 
 def test_help(capsys):
