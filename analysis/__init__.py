@@ -1,9 +1,12 @@
 """Analysis of the suite's runs: it reads Tune experiment folders, never trainer code.
 
 * :mod:`analysis.collect` - experiment folders -> one tidy table (one row per trial iteration);
-* :mod:`analysis.tables` - time to reward, speedup, scaling, ASHA savings (pure functions);
-* :mod:`analysis.plots` - learning curves, scaling and sweep plots (matplotlib, Agg);
-* :mod:`analysis.report` - ``REPORT.md`` with the tables, plots and how every run was produced.
+* :mod:`analysis.tables` - time to target, speedup, scaling, ASHA savings (pure functions);
+* :mod:`analysis.workload` - one env + variant with its tables, computed once;
+* :mod:`analysis.plots` - time-to-target bars, learning curves, scaling and sweep plots;
+* :mod:`analysis.summary`, :mod:`analysis.sections` - the report's Markdown (summary, detail);
+* :mod:`analysis.fmt` - the fixed text formats both share;
+* :mod:`analysis.report` - ``REPORT.md`` with the plots and how every run was produced.
 
 Command line: ``python -m analysis collect ...`` and ``python -m analysis report ...``.
 """

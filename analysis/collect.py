@@ -8,6 +8,9 @@ trial (``params.json`` + ``result.json``). A parent folder holding several exper
 too: experiments are found by their ``run.json``. Everything downstream (tables, plots, the report)
 reads only the table built here, never the folders.
 
+This module runs past ~500 lines on purpose: the table's schema (columns, dtypes, order) sits
+beside the one reader of Tune's files that fills it, so that the two change together.
+
 Broken pieces (truncated ``result.json`` lines, empty or half-written trial folders, a missing
 ``params.json``) are skipped and listed in one warning; what is valid is still collected.
 """

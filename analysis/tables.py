@@ -12,9 +12,11 @@ Vocabulary:
   the seeds that reached it, always next to the count;
 * the *all-seed median* counts a seed that never reached the target at its budget (how long it
   ran): its true time is longer, so that median is exact when every seed at or below the middle
-  reached the target, and otherwise a lower bound (``*_lower_bound``). Speedups are ratios of
-  all-seed medians, so one lucky seed out of three cannot make a baseline look fast; a ratio
-  with a lower-bounded side is itself a bound (``speedup_bound`` "≥" or "≤").
+  reached the target, and otherwise a lower bound (``*_lower_bound``);
+* a *speedup* is shown only between two configurations that both reached the target on every
+  seed, the same seeds (:func:`exact_ratio`): never a ratio with a censored median on one side;
+* *scaling* is measured from the fewest remote env runners (>= 1); 0 remote runners (sampling in
+  the learner's process) is its own row, not n = 1.
 """
 
 from __future__ import annotations
@@ -39,18 +41,14 @@ def _final(series: pd.Series) -> float:
     return float(values.iloc[-1]) if len(values) else math.nan
 
 
-def runners(n: float) -> float:
-    """Samplers at work: 0 env runners means sampling on the local runner, i.e. one."""
-    return max(float(n), 1.0) if not pd.isna(n) else math.nan
-
-
 # --- Trials and configurations ----------------------------------------------------------------
 
 
 def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per trial: identity, hyperparameters, final values, status."""
     hp = [c for c in runs.columns if c.startswith(HP_PREFIX)]
-    first = ["sweep", "kind", "algo", "env", "variant", "seed", "num_env_runners", "tm_seed"]
+    first = ["sweep", "kind", "algo", "env", "variant", "config", "seed", "num_env_runners"]
+    first += ["tm_seed"]
     first += hp + ["trial_status", "mode", "metric", "budget_env_steps", "optimum", "targets"]
     first = [c for c in first if c in runs.columns]
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
@@ -134,9 +132,7 @@ def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
 
 def configurations(selected: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration (in report order) with its seeds and final values."""
-    trials = trial_summary(selected).merge(
-        selected[TRIAL_KEY + ["config"]].drop_duplicates(), on=TRIAL_KEY
-    )
+    trials = trial_summary(selected)
     rows = []
     for (env, variant, config), g in trials.groupby(CONFIG_KEY, sort=False):
         rows.append(
@@ -179,6 +175,22 @@ def targets_of(frame: pd.DataFrame) -> list[float]:
     for text in frame["targets"].dropna().unique():
         found.update(float(t) for t in json.loads(text) if not math.isnan(float(t)))
     return sorted(found)
+
+
+def main_target(frame: pd.DataFrame) -> float:
+    """The workload's target: the highest of its targets (the one benchmarks stop at)."""
+    targets = targets_of(frame)
+    return targets[-1] if targets else math.nan
+
+
+def primary_signal(selected: pd.DataFrame) -> str:
+    """The signal a workload is judged by: the greedy evaluation return when every configuration
+    ran greedy evaluation (the cab sweeps always do), else the training return (Pong runs where
+    evaluation did not run for every algorithm)."""
+    if selected.empty:
+        return "return_mean"
+    evaluated = selected.groupby("config")["greedy_return"].agg(lambda s: s.notna().any())
+    return "greedy_return" if evaluated.all() else "return_mean"
 
 
 def time_to_target(selected: pd.DataFrame, signals: Sequence[str] = tuple(SIGNALS)) -> pd.DataFrame:
@@ -231,8 +243,8 @@ def censored_median(values: Sequence[float], reached: Sequence[bool]) -> tuple[f
 
 def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
     """Per configuration, signal and target: seeds, seeds that reached it, median / min / max of
-    time and env steps over the seeds that reached it (NaN when none did), and the all-seed
-    medians (:func:`censored_median`) that speedups are computed from."""
+    time and env steps over the seeds that reached it (NaN when none did), the all-seed medians
+    (:func:`censored_median`), and the seeds run (``seed_list``, to compare like with like)."""
     cols = CONFIG_KEY + ["algo", "kind", "num_env_runners", "signal", "target"]
     rows = []
     for keys, g in ttt.groupby(cols, sort=False, dropna=False):
@@ -249,6 +261,7 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
                 **dict(zip(cols, keys, strict=True)),
                 "seeds": len(g),
                 "reached": len(reached),
+                "seed_list": tuple(sorted(g["seed"].dropna().astype(int))),
                 "time_median_s": time_med,
                 "time_min_s": time_min,
                 "time_max_s": time_max,
@@ -266,45 +279,62 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols + ["seeds", "reached"] if not rows else None)
 
 
+def best_per_algorithm(summary: pd.DataFrame, finals: pd.Series) -> pd.DataFrame:
+    """Each algorithm's best configuration in ``summary`` (one signal and target), best first.
+
+    Within an algorithm benchmark configurations come before a sweep's best trial (one trial
+    picked from many is no benchmark of its seeds); then, everywhere: the larger share of seeds
+    that reached the target, the shorter all-seed median time (for configurations that reached
+    it at all), the higher final value of the signal (``finals``: config -> median), the label.
+    """
+    if summary.empty:
+        return summary
+    s = summary.assign(
+        _sweep=summary["kind"] == "sweep",
+        _missed=1.0 - summary["reached"] / summary["seeds"],
+        _time=summary["time_all_median_s"].where(summary["reached"] > 0, math.inf),
+        _final=-summary["config"].map(finals).fillna(-math.inf),
+    )
+    order = ["_missed", "_time", "_final", "config"]
+    best = s.sort_values(["_sweep", *order], kind="stable").drop_duplicates("algo")
+    best = best.sort_values(order, kind="stable")
+    return best.drop(columns=["_sweep", "_missed", "_time", "_final"]).reset_index(drop=True)
+
+
 # --- Speedup ----------------------------------------------------------------------------------
 
 
 def baseline_config(summary: pd.DataFrame) -> str | None:
     """The single-runner DQN configuration: DQN with exactly one env runner (the seed article's
-    single-worker DQN, sampling like the other algorithms at one runner), else DQN sampling on
-    its local runner (0); benchmarks before sweeps."""
-    dqn = summary[(summary["algo"] == BASELINE_ALGO) & (summary["num_env_runners"] <= 1)]
+    single-worker DQN); a benchmark before a sweep's best trial. None when there is none."""
+    dqn = summary[(summary["algo"] == BASELINE_ALGO) & (summary["num_env_runners"] == 1)]
     if dqn.empty:
         return None
-    dqn = dqn.assign(
-        _not_one=dqn["num_env_runners"] != 1, _sweep=dqn["kind"] == "sweep"
-    ).sort_values(["_not_one", "_sweep", "config"], kind="stable")
+    dqn = dqn.assign(_sweep=dqn["kind"] == "sweep").sort_values(["_sweep", "config"])
     return str(dqn["config"].iloc[0])
 
 
-def bounded_ratio(
-    numerator: float, numerator_lb: bool, denominator: float, denominator_lb: bool
-) -> tuple[float, str]:
-    """``numerator / denominator`` where either may be a lower bound: returns the ratio and
-    "" (exact), "≥" (only the numerator is a lower bound) or "≤" (only the denominator is);
-    NaN when both are lower bounds (nothing is known)."""
-    if pd.isna(numerator) or pd.isna(denominator) or denominator <= 0:
-        return math.nan, ""
-    if numerator_lb and denominator_lb:
-        return math.nan, ""
-    bound = "≥" if numerator_lb else "≤" if denominator_lb else ""
-    return float(numerator) / float(denominator), bound
+def exact_ratio(reference: pd.Series, other: pd.Series) -> tuple[float, float, str]:
+    """Speedup (reference median time / other median time), the same ratio of env steps, and
+    "" -- or NaNs and why not. Only between two configurations that both reached the target on
+    every seed, the same seeds: medians of measured times, nothing censored, nothing divided by
+    a budget."""
+    for r in (reference, other):
+        if r["reached"] < r["seeds"]:
+            return math.nan, math.nan, f"{r['config']} reached {r['reached']}/{r['seeds']}"
+    if tuple(reference["seed_list"]) != tuple(other["seed_list"]):
+        return math.nan, math.nan, "different seeds"
+    return (
+        float(reference["time_all_median_s"]) / float(other["time_all_median_s"]),
+        float(reference["steps_all_median"]) / float(other["steps_all_median"]),
+        "",
+    )
 
 
 def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each configuration against the single-runner DQN baseline of its env/variant.
-
-    ``speedup`` = baseline all-seed median time-to-target / configuration all-seed median
-    (training wall-clock); ``steps_ratio`` the same for env steps (> 1: fewer samples than the
-    baseline). All-seed medians count unreached seeds at their budget (:func:`censored_median`),
-    so a side that most seeds did not reach makes the ratio a bound (``speedup_bound``,
-    ``steps_bound``: "≥", "≤" or ""); NaN when both sides are bounds. ``note`` gives the counts.
-    """
+    """Each configuration against the single-runner DQN baseline of its env/variant, per signal
+    and target (:func:`exact_ratio`): ``speedup`` > 1 is faster in training wall-clock,
+    ``steps_ratio`` > 1 needed fewer env steps; NaN with ``why`` where no ratio is shown."""
     rows = []
     for (env, variant), env_summary in summary.groupby(["env", "variant"], sort=False):
         base = baseline_config(env_summary)
@@ -316,24 +346,7 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
             if key not in baseline.index:
                 continue
             b = baseline.loc[key]
-            speedup, speedup_bound = bounded_ratio(
-                b["time_all_median_s"],
-                b["time_all_lower_bound"],
-                r["time_all_median_s"],
-                r["time_all_lower_bound"],
-            )
-            steps_ratio, steps_bound = bounded_ratio(
-                b["steps_all_median"],
-                b["steps_all_lower_bound"],
-                r["steps_all_median"],
-                r["steps_all_lower_bound"],
-            )
-            note = (
-                f"reached {int(r['reached'])}/{int(r['seeds'])}, "
-                f"baseline {int(b['reached'])}/{int(b['seeds'])}"
-            )
-            if math.isnan(speedup):
-                note += ": most seeds of both missed the target"
+            speedup, steps_ratio, why = exact_ratio(b, r)
             rows.append(
                 {
                     "env": env,
@@ -344,26 +357,35 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
                     "baseline": base,
                     "signal": r["signal"],
                     "target": r["target"],
-                    "time_median_s": r["time_all_median_s"],
-                    "time_lower_bound": r["time_all_lower_bound"],
-                    "baseline_time_median_s": b["time_all_median_s"],
-                    "baseline_time_lower_bound": b["time_all_lower_bound"],
+                    "seeds": r["seeds"],
+                    "reached": r["reached"],
+                    "baseline_seeds": b["seeds"],
+                    "baseline_reached": b["reached"],
                     "speedup": speedup,
-                    "speedup_bound": speedup_bound,
                     "steps_ratio": steps_ratio,
-                    "steps_bound": steps_bound,
-                    "note": note,
+                    "why": why,
                 }
             )
     return pd.DataFrame(rows)
 
 
+# --- Scaling ----------------------------------------------------------------------------------
+
+
+def _reference_runners(counts: Sequence[float]) -> float | None:
+    """The runner count scaling is measured from: the fewest remote env runners (>= 1). Zero
+    remote runners (sampling in the learner's process) is another setup, not n = 1."""
+    remote = [n for n in counts if n >= 1]
+    return min(remote) if remote else None
+
+
 def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
     """Benchmark throughput (final env steps/s, median over seeds) against ``num_env_runners``.
 
-    speedup = steps/s at n / steps/s at the fewest runners n_min; parallel efficiency =
-    speedup / (n / n_min), counting 0 runners as 1 (the local runner samples).
-    Only algorithms benchmarked at two or more runner counts appear.
+    For n >= 1 remote runners: speedup = steps/s at n / steps/s at the fewest remote runners
+    n_ref, parallel efficiency = speedup / (n / n_ref). The 0-runner row (sampling in the
+    learner's process) has its throughput only. Only algorithms benchmarked at two or more
+    runner counts appear.
     """
     bench = selected[selected["kind"] == "benchmark"]
     trials = trial_summary(bench)
@@ -372,33 +394,35 @@ def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
         counts = sorted(g["num_env_runners"].dropna().unique())
         if len(counts) < 2:
             continue
-        n_min = counts[0]
+        n_ref = _reference_runners(counts)
         per_n = {n: g[g["num_env_runners"] == n] for n in counts}
-        base = _spread(per_n[n_min]["env_steps_per_s"])[0]
+        base = _spread(per_n[n_ref]["env_steps_per_s"])[0] if n_ref is not None else math.nan
         for n in counts:
             med, lo, hi = _spread(per_n[n]["env_steps_per_s"])
-            speedup = med / base
+            speedup = med / base if n >= 1 else math.nan
             rows.append(
                 {
                     "env": env,
                     "variant": variant,
                     "algo": algo,
+                    "config": per_n[n]["config"].iloc[0] if "config" in g else "",
                     "num_env_runners": int(n),
                     "seeds": len(per_n[n]),
                     "steps_per_s_median": med,
                     "steps_per_s_min": lo,
                     "steps_per_s_max": hi,
                     "speedup": speedup,
-                    "efficiency": speedup / (runners(n) / runners(n_min)),
+                    "efficiency": speedup / (n / n_ref) if n >= 1 else math.nan,
                 }
             )
     return pd.DataFrame(rows)
 
 
 def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
-    """Benchmark time-to-target against ``num_env_runners``: speedup = all-seed median time at
-    n_min / all-seed median time at n (a bound where a side is, ``speedup_bound``), efficiency =
-    speedup / (n / n_min) (0 runners counted as 1)."""
+    """Benchmark time to target against ``num_env_runners``: for n >= 1 remote runners, the
+    speedup against the fewest remote runners n_ref (:func:`exact_ratio`: only where both
+    reached the target on every seed) and efficiency = speedup / (n / n_ref); the 0-runner
+    row has its times only."""
     bench = summary[summary["kind"] == "benchmark"]
     rows = []
     group = ["env", "variant", "algo", "signal", "target"]
@@ -406,26 +430,26 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
         g = g.sort_values("num_env_runners")
         if g["num_env_runners"].nunique() < 2:
             continue
-        first = g.iloc[0]
+        n_ref = _reference_runners(list(g["num_env_runners"]))
+        ref = g[g["num_env_runners"] == n_ref].iloc[0] if n_ref is not None else None
         for _, r in g.iterrows():
-            speedup, bound = bounded_ratio(
-                first["time_all_median_s"],
-                first["time_all_lower_bound"],
-                r["time_all_median_s"],
-                r["time_all_lower_bound"],
-            )
+            n = r["num_env_runners"]
+            if ref is not None and n >= 1:
+                speedup, _, why = exact_ratio(ref, r)
+            else:
+                speedup, why = math.nan, "0 remote runners"
             rows.append(
                 {
                     **dict(zip(group, keys, strict=True)),
-                    "num_env_runners": int(r["num_env_runners"]),
+                    "config": r["config"],
+                    "num_env_runners": int(n),
                     "seeds": int(r["seeds"]),
                     "reached": int(r["reached"]),
                     "time_median_s": r["time_all_median_s"],
                     "time_lower_bound": r["time_all_lower_bound"],
                     "speedup": speedup,
-                    "speedup_bound": bound,
-                    "efficiency": speedup
-                    / (runners(r["num_env_runners"]) / runners(first["num_env_runners"])),
+                    "efficiency": speedup / (n / n_ref) if n >= 1 else math.nan,
+                    "why": why,
                 }
             )
     return pd.DataFrame(rows)

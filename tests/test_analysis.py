@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis import collect, report, tables
+from analysis import collect, fmt, plots, report, sections, summary, tables
 from analysis.__main__ import main
 from sweeps import keys
 
@@ -161,21 +161,21 @@ def write_suite(root: Path) -> Path:
             dict(seed=0, returns=[NAN, 20, 60, 95, 95], greedy=[NAN, 20, 60, 95, 95]),
             # target 50: iteration 2 (2 s, 200 steps); target 90: iteration 5 (5 s, 500 steps)
             dict(seed=1, returns=[NAN, 55, 70, 80, 92], greedy=[NAN, 55, 70, 80, 92]),
-            # never reaches either target within its 500-step budget
-            dict(seed=2, returns=[NAN, 10, 20, 30, 40], greedy=[NAN, 10, 20, 30, 40]),
+            # target 50: iteration 5 (5 s, 500 steps); never reaches 90 within its budget
+            dict(seed=2, returns=[NAN, 10, 20, 30, 55], greedy=[NAN, 10, 20, 30, 55]),
         ],
     )
     apex = dict(returns=RISING, greedy=RISING)
     write_experiment(
         root,
         "apex_bench_1",
-        [dict(seed=s, secs_per_iter=0.5, **apex) for s in range(2)],  # 200 steps/s
+        [dict(seed=s, secs_per_iter=0.5, **apex) for s in range(3)],  # 200 steps/s
         algo="apex",
     )
     write_experiment(
         root,
         "apex_bench_4",
-        [dict(seed=s, num_env_runners=4, secs_per_iter=0.25, **apex) for s in range(2)],  # 400/s
+        [dict(seed=s, num_env_runners=4, secs_per_iter=0.25, **apex) for s in range(3)],  # 400/s
         algo="apex",
     )
     hp = ["lr", "replay_buffer_config.capacity"]
@@ -186,15 +186,22 @@ def write_suite(root: Path) -> Path:
             dict(
                 hp={"lr": 1e-3, "replay_buffer_config": {"capacity": 1000}},
                 returns=[NAN, 30, 60, 80, 97],
+                greedy=[NAN, 30, 60, 80, 97],
             ),
-            dict(hp={"lr": 1e-2, "replay_buffer_config": {"capacity": 5000}}, returns=[NAN, 5]),
+            dict(
+                hp={"lr": 1e-2, "replay_buffer_config": {"capacity": 5000}},
+                returns=[NAN, 5],
+                greedy=[NAN, 5],
+            ),
             dict(
                 hp={"lr": 3e-3, "replay_buffer_config": {"capacity": 2000}},
                 returns=[NAN, 40, 70, 96],
+                greedy=[NAN, 40, 70, 96],
             ),
             dict(
                 hp={"lr": 2e-3, "replay_buffer_config": {"capacity": 3000}},
                 returns=[NAN, 10],
+                greedy=[NAN, 10],
                 error=True,
             ),
         ],
@@ -249,8 +256,8 @@ def test_collect_one_row_per_iteration_with_hyperparameter_columns(runs):
         + collect.TRIAL_COLUMNS
         + collect.EXPERIMENT_COLUMNS
     )
-    # 3 + 2 + 2 trials of 5 iterations, sweep trials of 5, 2, 4 and 2 iterations
-    assert len(runs) == 7 * 5 + 5 + 2 + 4 + 2
+    # 3 + 3 + 3 trials of 5 iterations, sweep trials of 5, 2, 4 and 2 iterations
+    assert len(runs) == 9 * 5 + 5 + 2 + 4 + 2
     assert not runs.duplicated(["experiment", "trial_id", "training_iteration"]).any()
 
     sweep = runs[runs["experiment"] == "apex_sweep"]
@@ -366,8 +373,8 @@ def test_select_configurations_uses_every_benchmark_seed_and_the_best_sweep_tria
     selected = tables.select_configurations(runs)
     trials = selected.drop_duplicates(["experiment", "trial_id"])
     assert trials.groupby("config").size().to_dict() == {
-        "apex · 1 runner": 2,
-        "apex · 4 runners": 2,
+        "apex · 1 runner": 3,
+        "apex · 4 runners": 3,
         "apex · best of apex_sweep": 1,
         "dqn · 1 runner": 3,
     }
@@ -378,23 +385,22 @@ def test_select_configurations_uses_every_benchmark_seed_and_the_best_sweep_tria
 def test_time_to_target_counts_seeds_that_never_reach_it(runs):
     ttt = tables.time_to_target(tables.select_configurations(runs))
     dqn = ttt[(ttt["config"] == "dqn · 1 runner") & (ttt["signal"] == "return_mean")]
-    at_50 = dqn[dqn["target"] == 50].set_index("seed")
-    assert at_50["reached"].to_dict() == {0: True, 1: True, 2: False}
-    assert at_50.loc[0, ["train_time_s", "env_steps"]].tolist() == [3.0, 300]
-    assert at_50.loc[1, ["train_time_s", "env_steps"]].tolist() == [2.0, 200]
-    assert math.isnan(at_50.loc[2, "train_time_s"])
-    assert at_50.loc[2, "budget_env_steps"] == 500
+    at_90 = dqn[dqn["target"] == 90].set_index("seed")
+    assert at_90["reached"].to_dict() == {0: True, 1: True, 2: False}
+    assert at_90.loc[0, ["train_time_s", "env_steps"]].tolist() == [4.0, 400]
+    assert at_90.loc[1, ["train_time_s", "env_steps"]].tolist() == [5.0, 500]
+    assert math.isnan(at_90.loc[2, "train_time_s"])
+    assert at_90.loc[2, "budget_env_steps"] == 500
 
     summary = tables.summarize_time_to_target(ttt).set_index(["config", "signal", "target"])
     s = summary.loc[("dqn · 1 runner", "return_mean", 50.0)]
-    assert (s["seeds"], s["reached"]) == (3, 2)
-    assert (s["time_median_s"], s["time_min_s"], s["time_max_s"]) == (2.5, 2.0, 3.0)
-    assert s["steps_median"] == 250
+    assert (s["seeds"], s["reached"], s["seed_list"]) == (3, 3, (0, 1, 2))
+    assert (s["time_all_median_s"], s["time_min_s"], s["time_max_s"]) == (3.0, 2.0, 5.0)
+    assert not s["time_all_lower_bound"] and s["steps_all_median"] == 300
     s = summary.loc[("dqn · 1 runner", "return_mean", 90.0)]
-    assert (s["reached"], s["time_median_s"]) == (2, 4.5)
-    # the sweep's best trial never ran greedy evaluation: not reached, still a row
-    s = summary.loc[("apex · best of apex_sweep", "greedy_return", 50.0)]
-    assert (s["seeds"], s["reached"]) == (1, 0) and math.isnan(s["time_median_s"])
+    assert (s["reached"], s["time_min_s"], s["time_max_s"]) == (2, 4.0, 5.0)
+    # all seeds: 4 s, 5 s, and the seed that missed (at its 5 s budget, so > 5 s): 5 s, exact
+    assert (s["time_all_median_s"], s["time_all_lower_bound"]) == (5.0, False)
 
 
 def test_speedup_against_single_runner_dqn(runs):
@@ -404,19 +410,19 @@ def test_speedup_against_single_runner_dqn(runs):
     assert set(speedup["baseline"]) == {"dqn · 1 runner"}
     s = speedup[(speedup["signal"] == "return_mean") & (speedup["target"] == 50)]
     s = s.set_index("config")
-    # Baseline all-seed median time to 50: 2 s, 3 s and one seed that missed after 5 s -> 3 s,
-    # exact (the seed that missed sorts above the middle). Ape-X: 2 iterations x 0.5 s / 0.25 s.
+    # Every seed of both reached 50. Baseline median: 2 s, 3 s, 5 s -> 3 s. Ape-X: 2
+    # iterations x 0.5 s (1 runner) / 0.25 s (4 runners).
     assert s.loc["apex · 1 runner", "speedup"] == pytest.approx(3.0 / 1.0)
     assert s.loc["apex · 4 runners", "speedup"] == pytest.approx(3.0 / 0.5)
-    assert s.loc["apex · 4 runners", "speedup_bound"] == ""
     assert s.loc["apex · 4 runners", "steps_ratio"] == pytest.approx(300 / 200)
-    assert s.loc["apex · 4 runners", "note"] == "reached 2/2, baseline 2/3"
-    # The sweep's best trial never ran greedy evaluation: its median is only a lower bound (its
-    # budget), so the speedup is an upper bound.
-    g = speedup[(speedup["signal"] == "greedy_return") & (speedup["target"] == 50)]
-    g = g.set_index("config").loc["apex · best of apex_sweep"]
-    assert g["speedup_bound"] == "≤" and g["note"] == "reached 0/1, baseline 2/3"
-    assert g["speedup"] == pytest.approx(3.0 / g["time_median_s"])
+    assert s.loc["apex · 4 runners", "why"] == ""
+    # The sweep's best trial (one seed, picked from four trials): not the baseline's seeds.
+    assert math.isnan(s.loc["apex · best of apex_sweep", "speedup"])
+    assert s.loc["apex · best of apex_sweep", "why"] == "different seeds"
+    # At 90 one baseline seed missed: no speedup at all, not a bound.
+    s90 = speedup[(speedup["signal"] == "return_mean") & (speedup["target"] == 90)]
+    assert s90["speedup"].isna().all()
+    assert set(s90["why"]) == {"dqn · 1 runner reached 2/3"}
 
 
 def test_censored_median_counts_missed_seeds_at_their_budget():
@@ -433,7 +439,7 @@ def test_censored_median_counts_missed_seeds_at_their_budget():
     assert math.isnan(value) and not bound
 
 
-def test_baseline_is_dqn_with_one_env_runner_then_local_sampling():
+def test_baseline_is_dqn_with_exactly_one_env_runner():
     def summary(*configs: tuple[str, str, int, str]) -> pd.DataFrame:
         return pd.DataFrame(
             [dict(algo=a, kind=k, num_env_runners=n, config=c) for a, k, n, c in configs]
@@ -446,12 +452,13 @@ def test_baseline_is_dqn_with_one_env_runner_then_local_sampling():
     apex = ("apex", "benchmark", 1, "apex · 1 runner")
     assert tables.baseline_config(summary(local, four, sweep, one, apex)) == "dqn · 1 runner"
     assert tables.baseline_config(summary(local, four, sweep)) == "dqn · best of dqn_sweep"
-    assert tables.baseline_config(summary(local, four)) == "dqn · 0 runners"
+    assert tables.baseline_config(summary(local, four)) is None  # 0 runners is not 1
     assert tables.baseline_config(summary(four, apex)) is None
 
 
-def test_speedup_is_a_bound_when_most_baseline_seeds_miss(tmp_path):
-    """One lucky DQN seed out of three must not make DQN the fastest configuration."""
+def test_no_speedup_when_a_baseline_seed_missed(tmp_path):
+    """One lucky DQN seed out of three must not make DQN look fast, nor a missed seed's budget
+    stand in for its time: no ratio at all."""
     fast = [NAN, 20, 95, 95, 95, 95]  # reaches 90 at iteration 2
     never = [NAN, 10, 20, 20, 20, 20]
     write_experiment(
@@ -474,15 +481,9 @@ def test_speedup_is_a_bound_when_most_baseline_seeds_miss(tmp_path):
     speedup = tables.speedup_vs_baseline(summary)
     row = speedup[(speedup["signal"] == "return_mean") & (speedup["target"] == 90)]
     row = row.set_index("config").loc["apex · 1 runner"]
-    # Baseline: 2 of 3 seeds ran 6 iterations (6 s) without reaching 90 -> median >= 6 s.
-    assert row["baseline_time_median_s"] == 6.0 and row["baseline_time_lower_bound"]
-    assert row["time_median_s"] == 4.0 and not row["time_lower_bound"]
-    assert row["speedup"] == pytest.approx(1.5) and row["speedup_bound"] == "≥"
-    assert row["note"] == "reached 3/3, baseline 1/3"
-    own = speedup[(speedup["config"] == "dqn · 1 runner") & (speedup["signal"] == "return_mean")]
-    assert own["speedup"].isna().all()  # both sides bounds: unknown, not 1.00x
-    assert tables.bounded_ratio(6.0, True, 3.0, False) == (2.0, "≥")
-    assert tables.bounded_ratio(6.0, False, 3.0, True) == (2.0, "≤")
+    assert math.isnan(row["speedup"]) and math.isnan(row["steps_ratio"])
+    assert row["why"] == "dqn · 1 runner reached 1/3"
+    assert (row["reached"], row["baseline_reached"]) == (3, 1)
 
 
 def test_scaling_speedup_and_parallel_efficiency(runs):
@@ -503,26 +504,56 @@ def test_scaling_speedup_and_parallel_efficiency(runs):
     assert row["efficiency"] == pytest.approx(2.0 / 4)
 
 
-def test_parallel_efficiency_counts_zero_runners_as_one():
-    summary = pd.DataFrame(
+def _scaling_summary(counts, times, reached=(3, 3, 3)) -> pd.DataFrame:
+    return pd.DataFrame(
         {
             "env": "cabs",
             "variant": "base",
             "algo": "impala",
             "kind": "benchmark",
+            "config": [f"impala · {n} runners" for n in counts],
             "signal": "return_mean",
             "target": 50.0,
-            "num_env_runners": [0, 2],
+            "num_env_runners": counts,
             "seeds": 3,
-            "reached": 3,
-            "time_all_median_s": [12.0, 4.0],
-            "time_all_lower_bound": False,
+            "reached": list(reached),
+            "seed_list": [(0, 1, 2)] * len(counts),
+            "time_all_median_s": times,
+            "time_all_lower_bound": [r < 2 for r in reached],
+            "steps_all_median": [100.0] * len(counts),
         }
     )
-    row = tables.scaling_time_to_target(summary).set_index("num_env_runners").loc[2]
-    assert row["speedup"] == pytest.approx(3.0)
-    assert row["efficiency"] == pytest.approx(3.0 / 2)
-    assert tables.runners(0) == tables.runners(1) == 1.0
+
+
+def test_zero_remote_runners_is_its_own_row_not_one_runner():
+    rows = tables.scaling_time_to_target(_scaling_summary([0, 2, 4], [12.0, 6.0, 4.0]))
+    rows = rows.set_index("num_env_runners")
+    # 0 runners: its time, no speedup or efficiency (it is not n = 1)
+    assert rows.loc[0, "time_median_s"] == 12.0
+    assert math.isnan(rows.loc[0, "speedup"]) and math.isnan(rows.loc[0, "efficiency"])
+    # from the fewest remote runners (2)
+    assert rows.loc[2, "speedup"] == pytest.approx(1.0)
+    assert rows.loc[4, "speedup"] == pytest.approx(6.0 / 4.0)
+    assert rows.loc[4, "efficiency"] == pytest.approx((6.0 / 4.0) / 2)
+
+
+def test_scaling_speedup_only_where_both_reached_on_every_seed():
+    """The committed report once showed '≥ 8.03× speedup, ≥ 803.1% efficiency' from a censored
+    median: a configuration that missed on some seed gets no ratio."""
+    rows = tables.scaling_time_to_target(
+        _scaling_summary([1, 2, 4], [60.0, 7.6, 5.0], reached=(1, 3, 3))
+    ).set_index("num_env_runners")
+    assert rows[["speedup", "efficiency"]].isna().all().all()
+    assert set(rows["why"].iloc[1:]) == {"impala · 1 runners reached 1/3"}
+
+
+def test_ideal_scaling_is_a_real_line():
+    frame = pd.DataFrame({"algo": ["apex"] * 3, "num_env_runners": [1, 2, 8]})
+    assert plots.ideal_speedup(frame) == ((1.0, 8.0), (1.0, 8.0))
+    # one remote count per algorithm (0 -> 1 on a 2-core box): no line to draw at all
+    assert (
+        plots.ideal_speedup(pd.DataFrame({"algo": ["a", "b"], "num_env_runners": [1, 1]})) is None
+    )
 
 
 def test_asha_savings(runs):
@@ -557,6 +588,20 @@ def _without_date(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith(report.DATE_PREFIX)]
 
 
+def _section(text: str, heading: str) -> str:
+    """The text under a Markdown heading, up to the next heading of the same or a higher level."""
+    level = heading.split(" ")[0]
+    start = text.index(heading + "\n") + len(heading) + 1
+    ends = [m.start() for m in re.finditer(rf"^#{{1,{len(level)}}} ", text[start:], re.M)]
+    return text[start : start + ends[0]] if ends else text[start:]
+
+
+def _table(text: str) -> list[dict[str, str]]:
+    """The first Markdown table in ``text``."""
+    block = re.search(r"((?:^\|.*\|\n)+)", text, re.M)
+    return fmt.parse_markdown_table(block.group(1)) if block else []
+
+
 def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_path, capsys):
     out = tmp_path / "results" / "cabs"
     assert main(["report", str(suite_dir), "--out", str(out)]) == 0
@@ -566,33 +611,37 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
 
     assert "do not edit by hand" in text
     assert sum(line.startswith(report.DATE_PREFIX) for line in text.splitlines()) == 1
+    headings = [line for line in text.splitlines() if line.startswith("#")]
+    assert headings.index("## Summary") < headings.index("## cabs · base: detail")
     for heading in [
+        "### cabs · base",
         "### Final performance",
-        "### Time to reward",
-        "#### Training return",
-        "#### Greedy evaluation return",
-        "### Speedup against single-runner DQN",
+        "### Time to target: greedy evaluation return",
+        "### Speedup against single-runner DQN (greedy evaluation return)",
         "### Scaling with env runners",
         "### Sweeps and ASHA savings",
         "### Commands",
         "### Machines",
         "### Package versions",
+        "## Appendix: secondary metrics",
+        "### cabs · base: training return",  # the secondary metric, in the appendix only
     ]:
-        assert heading in text
-    # all-seed median (the seed that missed counted at its 5 s budget), then reached seeds only
-    ttt_row = "| dqn · 1 runner | 50.0 | 2/3 | 3.0 s | 300 | 2.5 s (2.0 s–3.0 s) | 250 (200–300) |"
-    assert ttt_row in text
-    assert "| apex · best of apex_sweep | 50.0 | 0/1 | ≥ 5.0 s | ≥ 500 | not reached within" in (
-        text
-    )
-    assert (
-        "| apex · best of apex_sweep | greedy evaluation return | 50.0 | ≥ 5.0 s | 3.0 s "
-        "| ≤ 0.60× | ≤ 0.60× | reached 0/1, baseline 2/3 |"
-    ) in text
-    assert "| apex | 4 | 2 | 400 | 2.00× | 50.0% |" in text
+        assert heading in headings
+    summary_text = _section(text, "### cabs · base")
+    assert "target **90 = 90% of optimum**" in summary_text
+    assert "**apex · 4 runners reaches 90 = 90% of optimum fastest**: median 0.8 s" in summary_text
+    assert "the next algorithm's best, dqn · 1 runner, reached it on 2/3 seeds" in summary_text
+    # all-seed median (the seed that missed counted at its budget), min–max of those that reached
+    row = "| dqn · 1 runner | 90 = 90% of optimum | 2/3 | 5.0 s | 4.0 s–5.0 s | 500 | 400–500 |"
+    assert row in text
+    assert "| dqn · 1 runner | 50 = 50% of optimum | 3/3 | 3/3 | 1.00× | 1.00× |" in text
+    assert "| apex · 4 runners | 50 = 50% of optimum | 3/3 | 3/3 | 6.00× | 1.50× |" in text
+    assert "No speedup at 90 = 90% of optimum: the baseline reached it on 2/3 seeds." in text
+    assert "apex · best of apex_sweep (different seeds)" in text
+    assert "| apex | 4 | 3 | 400 | 2.00× | 50.0% |" in text
     assert "| apex_sweep | asha | 4 | 1 | 2 | 1 | 1,300 | 2,000 | 35.0% | abc12_00000 |" in text
     assert "*heuristic (reference, tm_seed 0)*" in text
-    assert report.PONG_GPU_COMMAND not in text  # a cab report
+    assert summary.PONG_GPU_COMMAND not in text  # a cab report
     assert "python sweeps/apex_sweep.py --num-samples 4" in text
     assert "| 2 | 0 | Fake CPU | Linux-x86_64 |" in text
     assert "| 2.60.0 | 2.13.0 | 3.11.7 |" in text
@@ -603,16 +652,22 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     assert sweep_row.endswith("| `0123456789ab` + uncommitted changes |")
     dqn_row = next(line for line in text.splitlines() if line.startswith("| dqn_bench |"))
     assert dqn_row.endswith("| `0123456789ab` |")
+    assert "suite/" not in text.split("## Reproducibility")[0]  # metric names in words
 
     links = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", text)
     assert sorted(links) == [
         "curves_cabs_base.png",
+        "curves_cabs_base_training_return.png",
         "scaling_cabs_base.png",
+        "summary_cabs_base.png",
         "sweep_apex_sweep.png",
     ]
     for link in links:
         assert (out / link).stat().st_size > 0
-    pngs = {p.name: p.read_bytes() for p in out.glob("*.png")}
+    stale = out / "curves_cabs_gone.png"  # a plot of an earlier report that this one lacks
+    stale.write_bytes(b"x")
+    (out / "mine.png").write_bytes(b"x")  # not the report's: kept
+    pngs = {p.name: p.read_bytes() for p in out.glob("*.png") if p != stale}
 
     assert main(["report", str(suite_dir), "--out", str(out)]) == 0
     assert _without_date((out / "REPORT.md").read_text()) == _without_date(text)
@@ -625,6 +680,90 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     assert [x for x in from_csv if "Generated by" not in x] == [
         x for x in _without_date(text) if "Generated by" not in x
     ]
+
+
+def test_summary_tables_match_the_detail_tables(suite_dir, tmp_path):
+    """Every cell of a summary row is the same string as in the detail tables below it."""
+    out = tmp_path / "out"
+    assert main(["report", str(suite_dir), "--out", str(out)]) == 0
+    text = (out / "REPORT.md").read_text()
+    for w in ("cabs · base",):
+        rows = _table(_section(text, f"### {w}"))
+        detail = _section(text, f"## {w}: detail")
+        target = re.search(r"target \*\*([^*]+)\*\*", _section(text, f"### {w}")).group(1)
+        ttt = _table(_section(detail, "### Time to target: greedy evaluation return"))
+        final = {r["configuration"]: r for r in _table(_section(detail, "### Final performance"))}
+        speedup = _table(_section(detail, "### Speedup against single-runner DQN (greedy "
+                                          "evaluation return)"))  # fmt: skip
+        assert rows, "the summary has a table"
+        for row in rows:
+            config = row[sections.CONFIG]
+            (match,) = [r for r in ttt if r[sections.CONFIG] == config and r["target"] == target]
+            for column in (sections.REACHED, sections.TIME, sections.TIME_RANGE, sections.STEPS):
+                assert row[column] == match[column], (config, column)
+            assert row["final % of optimum"] == final[config][sections.PCT]
+            assert row[sections.STEPS_PER_S] == final[config][sections.STEPS_PER_S]
+            shown = [r for r in speedup if r[sections.CONFIG] == config and r["target"] == target]
+            speed = next(v for k, v in row.items() if k.startswith(sections.SPEEDUP))
+            assert speed == (shown[0][sections.SPEEDUP] if shown else "—")
+        # one row per algorithm, each the algorithm's best; every detail configuration of an
+        # algorithm is in the summary or slower / reached on fewer seeds
+        assert sorted(r[sections.CONFIG].split(" · ")[0] for r in rows) == ["apex", "dqn"]
+
+
+def test_rows_that_reached_nothing_fold_into_one_visible_line(tmp_path):
+    write_experiment(
+        tmp_path / "raw",
+        "dqn_bench",
+        [dict(seed=s, returns=[NAN, 95], greedy=[NAN, 95]) for s in range(2)],
+    )
+    write_experiment(
+        tmp_path / "raw",
+        "impala_bench",
+        [dict(seed=s, returns=[NAN, 10, 20], greedy=[NAN, 10, 20]) for s in range(2)],
+        algo="impala",
+    )
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    text = (out / "REPORT.md").read_text()
+    ttt = _section(text, "### Time to target: greedy evaluation return")
+    assert "| impala" not in ttt
+    assert (
+        "Reached no target within budget: impala · 1 runner (0/2, ran ≤ 3.0 s, ≤ 300 env steps)."
+        in ttt
+    )
+    summary_text = _section(text, "### cabs · base")
+    assert [r[sections.CONFIG] for r in _table(summary_text)] == ["dqn · 1 runner"]
+    assert (
+        "Not reached within budget: impala · 1 runner (0/2 seeds; final % of optimum 20.0%)."
+        in summary_text
+    )
+    assert "**dqn · 1 runner reaches 90 = 90% of optimum fastest**" in summary_text
+    assert "(it is the single-runner DQN baseline)" in summary_text
+
+
+def test_primary_signal_is_greedy_only_where_every_configuration_evaluated():
+    frame = pd.DataFrame(
+        {"config": ["a", "a", "b"], "greedy_return": [NAN, 1.0, 2.0], "return_mean": 0.0}
+    )
+    assert tables.primary_signal(frame) == "greedy_return"
+    frame.loc[2, "greedy_return"] = NAN  # b never evaluated (Pong's Ape-X)
+    assert tables.primary_signal(frame) == "return_mean"
+
+
+def test_target_labels_and_one_colour_per_configuration(runs):
+    assert fmt.target_label(2818.0, 2966.357) == "2,818 = 95% of optimum"
+    assert fmt.target_label(2630.7, 2769.14) == "2,630.7 = 95% of optimum"
+    assert fmt.target_label(20.0, None) == "20"
+    configs = tables.configurations(tables.select_configurations(runs))
+    colours = plots.palette(configs)
+    assert set(colours.configs) == set(configs["config"])
+    assert len(set(colours.configs.values())) == len(colours.configs)  # one colour each
+    # the same configuration gets the same colour in another report's palette
+    assert (
+        plots.palette(configs[configs["algo"] == "apex"]).configs["apex · 1 runner"]
+        == (colours.configs["apex · 1 runner"])
+    )
 
 
 def test_report_without_reference_module_notes_it(suite_dir, tmp_path, monkeypatch):
@@ -654,7 +793,7 @@ def test_report_pong_sweep_without_any_finished_episode(tmp_path):
     assert "left out of the comparisons: dqn_pong." in text
     assert "| dqn_pong | fifo | 2 | 0 | 2 | 0 | 300 | 1,000 | 70.0% | — | — | no |" in text
     # No GPU and the targets not reached: the report says so and gives the GPU-box command.
-    assert "These runs had no GPU (2 CPUs)" in text and report.PONG_GPU_COMMAND in text
+    assert "These runs had no GPU (2 CPUs)" in text and summary.PONG_GPU_COMMAND in text
 
 
 # --- CLI errors -------------------------------------------------------------------------------

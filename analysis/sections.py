@@ -1,0 +1,397 @@
+"""The report's detail sections as Markdown lines: final performance, time to target, speedup,
+scaling, sweeps, reproducibility and the appendix. Every cell is formatted here, once: the
+summary (:mod:`analysis.summary`) shows the same strings for the same numbers, and
+tests/test_analysis.py checks it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analysis import tables
+from analysis.collect import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
+from analysis.fmt import (
+    DASH,
+    METRICS,
+    SIGNALS,
+    fmt_bounded,
+    fmt_float,
+    fmt_int,
+    fmt_pct,
+    fmt_range,
+    fmt_ratio,
+    fmt_spread,
+    fmt_time,
+    is_missing,
+    markdown_table,
+)
+from analysis.workload import Workload
+
+# Column headers that the summary and the detail tables share (and the test matches on).
+CONFIG = "configuration"
+TARGET = "target"
+REACHED = "reached"
+TIME = "time to target, median of all seeds"
+TIME_RANGE = "time, min–max of seeds that reached it"
+STEPS = "env steps to target, median of all seeds"
+STEPS_RANGE = "env steps, min–max of seeds that reached it"
+PCT = "% of optimum"
+STEPS_PER_S = "env steps/s"
+SPEEDUP = "speedup"
+NOT_REACHED = "not reached"
+
+
+# --- Cells ------------------------------------------------------------------------------------
+
+
+def ttt_cells(r: pd.Series) -> dict[str, str]:
+    """Time-to-target cells of one configuration at one signal and target."""
+    reached = int(r["reached"]) > 0
+    return {
+        REACHED: f"{int(r['reached'])}/{int(r['seeds'])}",
+        TIME: fmt_bounded(r["time_all_median_s"], r["time_all_lower_bound"], fmt_time),
+        TIME_RANGE: fmt_range(r["time_min_s"], r["time_max_s"], fmt_time)
+        if reached
+        else NOT_REACHED,
+        STEPS: fmt_bounded(r["steps_all_median"], r["steps_all_lower_bound"], fmt_int),
+        STEPS_RANGE: fmt_range(r["steps_min"], r["steps_max"], fmt_int) if reached else NOT_REACHED,
+    }
+
+
+def final_cells(c: pd.Series) -> dict[str, str]:
+    """Final-value cells of one configuration (median over seeds (min–max))."""
+    return {
+        "seeds": str(c["seeds"]),
+        "env steps": fmt_spread(c["env_steps"], fmt_int),
+        "training time": fmt_spread(c["train_time_s"], fmt_time),
+        SIGNALS["return_mean"]: fmt_spread(c["final_return"]),
+        SIGNALS["greedy_return"]: fmt_spread(c["final_greedy"]),
+        PCT: fmt_spread(c["final_pct_of_optimum"], fmt_pct),
+        STEPS_PER_S: fmt_spread(c["env_steps_per_s"], fmt_int),
+    }
+
+
+def speedup_cell(w: Workload, config: str, target: float) -> str:
+    """Speedup against the single-runner DQN at the primary signal and ``target``."""
+    s = w.speedup
+    if s.empty:
+        return DASH
+    row = s[(s["config"] == config) & (s["signal"] == w.signal) & (s["target"] == target)]
+    return fmt_ratio(row["speedup"].iloc[0]) if len(row) else DASH
+
+
+def _budget(r: pd.Series) -> str:
+    return (
+        f"ran ≤ {fmt_time(r['budget_train_time_s'])}, ≤ {fmt_int(r['budget_env_steps'])} env steps"
+    )
+
+
+def names(items: Sequence[str]) -> str:
+    return "; ".join(items)
+
+
+# --- Detail -----------------------------------------------------------------------------------
+
+
+def performance_section(w: Workload, references: pd.DataFrame | None) -> list[str]:
+    header = [CONFIG, "seeds", "env steps", "training time", SIGNALS["return_mean"]]
+    header += [SIGNALS["greedy_return"], PCT, STEPS_PER_S]
+    rows = [
+        [c["config"], *(final_cells(c)[h] for h in header[1:])] for _, c in w.configs.iterrows()
+    ]
+    if references is not None:
+        for _, r in references.iterrows():
+            optimum = r.get("optimum")
+            for name in ("random", "heuristic", "optimum"):
+                if name in r:
+                    pct = 100.0 * r[name] / optimum if optimum else None
+                    label = f"*{name} (reference, tm_seed {r['tm_seed']})*"
+                    rows.append(
+                        [label, DASH, DASH, DASH, DASH, fmt_float(r[name]), fmt_pct(pct), DASH]
+                    )
+    return [
+        "### Final performance",
+        "",
+        "Final values per configuration: median over seeds (min–max). The training return is "
+        "the exploring policy's; the greedy return is the latest greedy evaluation.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
+    """Time to every target on one signal; configurations that reached none fold into a line."""
+    part = w.at(signal)
+    lines = [heading, ""]
+    if part.empty:
+        return lines + ["No reward targets in run.json.", ""]
+    lines += [
+        f"First training wall-clock (evaluation excluded) and env-step count at which the "
+        f"{SIGNALS[signal]} reaches each target. *reached* counts seeds; a seed that never "
+        "reached the target is counted, never dropped. The median of all seeds counts such a "
+        "seed at its budget: '≥' marks a median that is only a lower bound.",
+        "",
+    ]
+    none = part.groupby("config", sort=False)["reached"].max() == 0
+    shown = part[~part["config"].map(none)]
+    header = [CONFIG, TARGET, REACHED, TIME, TIME_RANGE, STEPS, STEPS_RANGE]
+    rows = [
+        [r["config"], w.label(r["target"]), *(ttt_cells(r)[h] for h in header[2:])]
+        for _, r in shown.iterrows()
+    ]
+    if rows:
+        lines += [markdown_table(header, rows), ""]
+    folded = part[part["config"].map(none)].drop_duplicates("config")
+    if len(folded):
+        items = [f"{r['config']} (0/{r['seeds']}, {_budget(r)})" for _, r in folded.iterrows()]
+        lead = "Reached no target within budget" if rows else "No configuration reached a target"
+        lines += [f"{lead}: {names(items)}.", ""]
+    return lines
+
+
+def speedup_section(w: Workload) -> list[str]:
+    title = f"### Speedup against single-runner DQN ({SIGNALS[w.signal]})"
+    s = w.speedup
+    if w.baseline is None or s.empty:
+        return [title, "", "No single-runner DQN configuration (1 env runner) in the runs.", ""]
+    s = s[s["signal"] == w.signal]
+    lines = [
+        title,
+        "",
+        f"Baseline: `{w.baseline}`. Speedup = baseline median time to target / configuration "
+        "median time (training wall-clock); env-steps ratio = the same for env steps (> 1: "
+        "fewer samples). Shown only where both reached the target on every seed, the same "
+        "seeds: no ratio rests on a seed that missed.",
+        "",
+    ]
+    shown = s[s["speedup"].notna()]
+    header = [CONFIG, TARGET, REACHED, f"baseline {REACHED}", SPEEDUP, "env-steps ratio"]
+    rows = [
+        [
+            r["config"],
+            w.label(r["target"]),
+            f"{r['reached']}/{r['seeds']}",
+            f"{r['baseline_reached']}/{r['baseline_seeds']}",
+            fmt_ratio(r["speedup"]),
+            fmt_ratio(r["steps_ratio"]),
+        ]
+        for _, r in shown.iterrows()
+    ]
+    if rows:
+        lines += [markdown_table(header, rows), ""]
+    for target, g in s[s["speedup"].isna()].groupby("target", sort=True):
+        base = g.iloc[0]
+        if base["baseline_reached"] < base["baseline_seeds"]:
+            lines += [
+                f"No speedup at {w.label(target)}: the baseline reached it on "
+                f"{base['baseline_reached']}/{base['baseline_seeds']} seeds.",
+                "",
+            ]
+            continue
+        why = [
+            f"{r['config']} ({r['why'].removeprefix(r['config'] + ' ')})" for _, r in g.iterrows()
+        ]
+        lines += [f"No speedup at {w.label(target)}: {names(why)}.", ""]
+    return lines
+
+
+def scaling_section(w: Workload, plot: str | None) -> list[str]:
+    lines = ["### Scaling with env runners", ""]
+    tp = w.throughput
+    if tp.empty:
+        return lines + ["No algorithm was benchmarked at two or more runner counts.", ""]
+    scaled = (
+        tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
+    ).any()
+    lines += [
+        "0 remote env runners means sampling in the learner's own process: its own row, not "
+        "one runner. "
+        + (
+            "Speedup is against the fewest remote runners n_ref of each algorithm; parallel "
+            "efficiency = speedup / (n / n_ref)."
+            if scaled
+            else "Only one remote runner count was measured: no speedup or efficiency to show."
+        ),
+        "",
+        "#### Throughput",
+        "",
+    ]
+    header = ["algorithm", "env runners", "seeds", STEPS_PER_S]
+    header += [SPEEDUP, "efficiency"] if scaled else []
+    rows = []
+    for _, r in tp.iterrows():
+        med = (r["steps_per_s_median"], r["steps_per_s_min"], r["steps_per_s_max"])
+        row = [r["algo"], _runners(r["num_env_runners"]), str(r["seeds"]), fmt_spread(med, fmt_int)]
+        if scaled:
+            row += [fmt_ratio(r["speedup"]), fmt_pct(100.0 * r["efficiency"])]
+        rows.append(row)
+    lines += [markdown_table(header, rows), ""]
+    sc = w.scaling
+    if len(sc) and scaled:
+        header = ["algorithm", TARGET, "env runners", REACHED, TIME, SPEEDUP, "efficiency"]
+        rows = []
+        for _, r in sc.iterrows():
+            row = [r["algo"], w.label(r["target"]), _runners(r["num_env_runners"])]
+            row += [f"{r['reached']}/{r['seeds']}"]
+            row += [fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time)]
+            rows.append(row + [fmt_ratio(r["speedup"]), fmt_pct(100.0 * r["efficiency"])])
+        lines += [
+            f"#### Time to target ({SIGNALS[w.signal]})",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+    if plot:
+        lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
+    return lines
+
+
+def _runners(n: int) -> str:
+    return "0 (in the learner)" if n == 0 else str(n)
+
+
+# --- Sweeps and reproducibility ----------------------------------------------------------------
+
+
+def sweep_section(runs: pd.DataFrame, asha: pd.DataFrame, plot_for: dict[str, str]) -> list[str]:
+    if asha.empty:
+        return []
+    lines = [
+        "### Sweeps and ASHA savings",
+        "",
+        "Env steps the sweep sampled vs. running every trial to its full budget (trials × "
+        "per-trial env-step budget). The best trial (by the final search metric) *survived* when "
+        "it ran to its budget.",
+        "",
+    ]
+    header = ["sweep", "scheduler", "trials", "completed", "stopped early", "errored"]
+    header += ["env steps spent", "full budget", "saving", "best trial", "best metric"]
+    header += ["best survived"]
+    rows = []
+    for _, r in asha.iterrows():
+        errored = str(r[ERRORED]) + (f" (+{r[INCOMPLETE]} incomplete)" if r[INCOMPLETE] else "")
+        rows.append(
+            [
+                r["experiment"],
+                r["scheduler"] or DASH,
+                str(r["trials"]),
+                str(r[COMPLETED]),
+                str(r[STOPPED_EARLY]),
+                errored,
+                fmt_int(r["spent_env_steps"]),
+                fmt_int(r["full_env_steps"]),
+                fmt_pct(r["saving_pct"]),
+                r["best_trial"] or DASH,
+                fmt_float(r["best_metric"]),
+                "yes" if r["best_survived"] else "no",
+            ]
+        )
+    lines += [markdown_table(header, rows), ""]
+    for experiment in asha["experiment"]:
+        trials = tables.sweep_trials(runs, experiment)
+        metric = runs.loc[runs["experiment"] == experiment, "metric"].iloc[0]
+        hp = [c for c in trials.columns if c.startswith("hp/")]
+        greedy = METRICS.get(metric) == SIGNALS["greedy_return"]  # else a column of its own
+        header = ["rank", "trial", "seed", *(c[3:] for c in hp)]
+        header += [f"final {METRICS.get(metric, metric)}"]
+        header += [] if greedy else [f"final {SIGNALS['greedy_return']}"]
+        header += ["env steps", "training time", "status"]
+        rows = [
+            [
+                str(t["rank"]),
+                t["trial_id"],
+                fmt_int(t["seed"]),
+                *(_fmt_hp(t[c]) for c in hp),
+                fmt_float(t["final_metric"]),
+                *([] if greedy else [fmt_float(t["final_greedy"])]),
+                fmt_int(t["env_steps"]),
+                fmt_time(t["train_time_s"]),
+                t["trial_status"].replace("_", " "),
+            ]
+            for _, t in trials.iterrows()
+        ]
+        lines += [f"#### {experiment}", "", markdown_table(header, rows), ""]
+        if experiment in plot_for:
+            lines += [f"![Trial curves of {experiment}]({plot_for[experiment]})", ""]
+    return lines
+
+
+def _fmt_hp(value) -> str:
+    if is_missing(value):
+        return DASH
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:
+    """A run's commit, flagged when it ran from a modified working tree (run.json git_dirty)."""
+    commit = experiment["git_commit"]
+    if not commit:
+        return DASH
+    dirty = str(experiment.get("git_dirty", "")) == "true"
+    return f"`{commit[:width]}`" + (" + uncommitted changes" if dirty else "")
+
+
+def reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[str]:
+    exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
+    n_trials = runs.groupby("experiment")["trial_id"].nunique()
+    header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
+    header += ["started", "ended", "git commit"]
+    rows = [
+        [
+            e["experiment"],
+            e["kind"],
+            e["algo"],
+            e["env"],
+            e["variant"] or DASH,
+            str(n_trials[e["experiment"]]),
+            e["run_status"] or DASH,
+            e["started_at"] or DASH,
+            e["ended_at"] or DASH,
+            _commit_cell(e, 12),
+        ]
+        for _, e in exps.iterrows()
+    ]
+    lines = ["## Reproducibility", "", "### Runs", "", markdown_table(header, rows), ""]
+    lines += ["### Commands", "", "The exact command that produced each run (from run.json):", ""]
+    lines += ["```bash"]
+    for _, e in exps.iterrows():
+        lines += [f"# {e['experiment']}", e["command"] or "# (command not recorded)"]
+    lines += ["```", ""]
+
+    def grouped(cols: list[str]) -> list[list[str]]:
+        out = []
+        for keys, g in exps.groupby(cols, sort=True):
+            keys = keys if isinstance(keys, tuple) else (keys,)
+            out.append([*(str(k) if str(k) else DASH for k in keys), ", ".join(g["experiment"])])
+        return out
+
+    machine_cols = ["cpus", "gpus", "cpu_model", "platform"]
+    lines += ["### Machines", ""]
+    lines += [
+        markdown_table(
+            ["CPUs", "GPUs", "CPU model", "platform", "experiments"],
+            [[fmt_int(r[0]) if r[0] != DASH else DASH, *r[1:]] for r in grouped(machine_cols)],
+        ),
+        "",
+    ]
+    version_cols = ["ray_version", "torch_version", "python_version"]
+    lines += ["### Package versions", ""]
+    lines += [markdown_table(["ray", "torch", "python", "experiments"], grouped(version_cols)), ""]
+    commits = sorted({_commit_cell(e) for _, e in exps.iterrows() if e["git_commit"]})
+    lines += ["### Git commits", ""] + [f"- {c}" for c in commits] + [""]
+    if skipped:
+        lines += ["### Skipped while collecting", ""] + [f"- {s}" for s in skipped] + [""]
+    return lines
+
+
+def appendix_section(w: Workload, plot: str | None) -> list[str]:
+    """The secondary signal of one workload: its time to target and its curves."""
+    heading = f"### {w.title}: {SIGNALS[w.secondary]}"
+    lines = ttt_section(w, w.secondary, heading)
+    if plot:
+        lines += [f"![{SIGNALS[w.secondary].capitalize()}: {w.title}]({plot})", ""]
+    return lines

@@ -1,0 +1,174 @@
+"""The summary that opens a report: per workload, each algorithm's best configuration at the
+target on the primary metric, one computed sentence naming the winner and by how much, and the
+time-to-target plot. Its cells come from :mod:`analysis.sections`, the same strings as the
+detail tables below it."""
+
+from __future__ import annotations
+
+from analysis import tables
+from analysis.fmt import (
+    DASH,
+    SIGNAL_NOTES,
+    SIGNALS,
+    fmt_float,
+    fmt_int,
+    fmt_ratio,
+    fmt_time,
+    is_missing,
+    markdown_table,
+)
+from analysis.sections import (
+    CONFIG,
+    PCT,
+    REACHED,
+    SPEEDUP,
+    STEPS,
+    STEPS_PER_S,
+    TIME,
+    TIME_RANGE,
+    final_cells,
+    names,
+    speedup_cell,
+    ttt_cells,
+)
+from analysis.workload import Workload
+
+# What to run where Pong's targets are in reach (the seed articles' GPU-learner setting).
+PONG_GPU_COMMAND = (
+    "python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 3 "
+    "--time-budget-s 3600 --num-env-runners 8"
+)
+
+
+def summary_section(w: Workload, plot: str | None) -> list[str]:
+    """The workload's answer: each algorithm's best configuration at the target, one computed
+    sentence naming the winner and by how much, the time-to-target plot."""
+    lines = [f"### {w.title}", ""]
+    if is_missing(w.target):
+        return lines + ["No reward targets in run.json: nothing to summarise.", ""]
+    if w.best.empty:
+        why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
+        return lines + [f"Nothing to compare: {why}.", ""] + _no_gpu_note(w)
+    pct_known = not is_missing(w.optimum)
+    fallback = w.signal == "return_mean" and w.selected["greedy_return"].notna().any()
+    baseline = w.baseline
+    lines += [
+        f"Judged by the **{SIGNALS[w.signal]}** ({SIGNAL_NOTES[w.signal]}"
+        + ("; greedy evaluation did not run for every configuration" if fallback else "")
+        + "); target "
+        f"**{w.label(w.target)}**, the highest of the workload's targets. One row per "
+        "algorithm: its best configuration (most seeds reaching the target, then fastest). "
+        "Times are training wall-clock, evaluation excluded; a median marked ≥ counts seeds that "
+        "missed at their budget. "
+        + (
+            f"Speedup: against `{baseline}`, only where both reached the target on every seed."
+            if baseline
+            else "No single-runner DQN in these runs: no speedup column."
+        ),
+        "",
+    ]
+    configs = w.configs.set_index("config")
+    reached = w.best[w.best["reached"] > 0]
+    final = f"final {PCT if pct_known else SIGNALS[w.signal]}"
+    header = [CONFIG, REACHED, TIME, TIME_RANGE, STEPS, final, STEPS_PER_S]
+    header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
+    rows = []
+    for _, r in reached.iterrows():
+        cells = {CONFIG: r["config"], **ttt_cells(r), **final_cells(configs.loc[r["config"]])}
+        cells[final] = cells[PCT if pct_known else SIGNALS[w.signal]]
+        cells[f"{SPEEDUP} vs {baseline}"] = speedup_cell(w, r["config"], w.target)
+        rows.append([cells[h] for h in header])
+    if rows:
+        lines += [markdown_table(header, rows), ""]
+    missed = w.best[w.best["reached"] == 0]
+    if len(missed):
+        value = PCT if pct_known else SIGNALS[w.signal]
+        items = [
+            f"{r['config']} ({r['reached']}/{r['seeds']} seeds; {final} "
+            f"{final_cells(configs.loc[r['config']])[value]})"
+            for _, r in missed.iterrows()
+        ]
+        lead = (
+            "Not reached within budget"
+            if rows
+            else f"No algorithm reached {w.label(w.target)} within budget"
+        )
+        lines += [f"{lead}: {names(items)}.", ""]
+    lines += [verdict(w), ""]
+    lines += _no_gpu_note(w)
+    if plot:
+        lines += [f"![Time to {w.label(w.target)}: {w.title}]({plot})", ""]
+    return lines
+
+
+def verdict(w: Workload) -> str:
+    """One sentence naming the best configuration and by how much, computed from the table."""
+    best, target = w.best, w.label(w.target)
+    everywhere = best[best["reached"] == best["seeds"]]
+    if everywhere.empty:
+        partial = best[best["reached"] > 0]
+        if len(partial):
+            r = partial.iloc[0]
+            return (
+                f"**No configuration reached {target} on every seed**; {r['config']} came "
+                f"closest ({r['reached']}/{r['seeds']} seeds)."
+            )
+        finals = w.finals(w.signal).dropna()
+        if finals.empty:
+            return f"**No configuration reached {target}** within its budget."
+        top = finals.sort_values(ascending=False, kind="stable").index[0]
+        return (
+            f"**No configuration reached {target}** within its budget; the highest final "
+            f"{SIGNALS[w.signal]} was {fmt_float(finals[top])} ({top})."
+        )
+    win = everywhere.iloc[0]
+    text = (
+        f"**{win['config']} reaches {target} fastest**: median "
+        f"{fmt_time(win['time_all_median_s'])} of training over {win['seeds']}/{win['seeds']} seeds"
+    )
+    others = best[best["config"] != win["config"]]
+    if len(others):
+        nxt = others.iloc[0]
+        ratio, _, why = tables.exact_ratio(nxt, win)
+        if why == "different seeds":
+            text += (
+                f"; the next algorithm's best, {nxt['config']}, ran other seeds (median "
+                f"{fmt_time(nxt['time_all_median_s'])}): no ratio"
+            )
+        elif why:
+            text += (
+                f"; the next algorithm's best, {nxt['config']}, reached it on "
+                f"{nxt['reached']}/{nxt['seeds']} seeds"
+            )
+        else:
+            text += (
+                f", {fmt_ratio(ratio)} as fast as the next algorithm's best, {nxt['config']} "
+                f"({fmt_time(nxt['time_all_median_s'])})"
+            )
+            if nxt["config"] == w.baseline:
+                text += ", the single-runner DQN baseline"
+    if w.baseline == win["config"]:
+        text += " (it is the single-runner DQN baseline)"
+    elif w.baseline and (others.empty or others.iloc[0]["config"] != w.baseline):
+        cell = speedup_cell(w, win["config"], w.target)
+        if cell != DASH:
+            text += f", and {cell} as fast as the single-runner DQN ({w.baseline})"
+    return text + "."
+
+
+def _no_gpu_note(w: Workload) -> list[str]:
+    """Pong run without a GPU and short of its target: say so, and what to run instead."""
+    if w.env != "pong" or w.runs["gpus"].fillna(0).max() > 0:
+        return []
+    if len(w.best) and (w.best["reached"] == w.best["seeds"]).all():
+        return []
+    cpus = w.runs["cpus"].dropna()
+    machine = f"{fmt_int(cpus.max())} CPUs" if not cpus.empty else "CPUs only"
+    return [
+        f"These runs had no GPU ({machine}): a target not reached here says how far CPU-only "
+        "training gets within the budget, not how fast the algorithms reach it. On a machine "
+        "with a GPU and at least 10 CPUs, measure time to 18 and 20 with:",
+        "",
+        f"```bash\n{PONG_GPU_COMMAND}\n```",
+        "",
+    ]

@@ -1,0 +1,134 @@
+"""One workload (env + variant) of the runs table with every table the report shows of it,
+computed once, so that the summary and the detail sections read the same numbers."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+import pandas as pd
+
+from analysis import tables
+from analysis.fmt import slug, target_label
+
+
+@dataclass
+class Workload:
+    env: str
+    variant: str
+    runs: pd.DataFrame  # every row of this env and variant
+    selected: pd.DataFrame  # the compared configurations' rows (tables.select_configurations)
+
+    @property
+    def title(self) -> str:
+        return f"{self.env} · {self.variant}" if self.variant else self.env
+
+    @property
+    def slug(self) -> str:
+        return slug(self.title)
+
+    @cached_property
+    def configs(self) -> pd.DataFrame:
+        """One row per configuration with its final values (tables.configurations)."""
+        return tables.configurations(self.selected)
+
+    @cached_property
+    def signal(self) -> str:
+        """The primary metric (tables.primary_signal)."""
+        return tables.primary_signal(self.selected)
+
+    @property
+    def secondary(self) -> str:
+        return next(s for s in tables.SIGNALS if s != self.signal)
+
+    @cached_property
+    def optimum(self) -> float:
+        values = self.runs["optimum"].dropna()
+        return float(values.max()) if len(values) else math.nan
+
+    @cached_property
+    def targets(self) -> list[float]:
+        return tables.targets_of(self.runs)
+
+    @property
+    def target(self) -> float:
+        """The workload's target (tables.main_target): the one the summary is about."""
+        return self.targets[-1] if self.targets else math.nan
+
+    def label(self, target: float) -> str:
+        return target_label(target, self.optimum)
+
+    @cached_property
+    def ttt(self) -> pd.DataFrame:
+        """Per trial, signal and target: reached, when (tables.time_to_target)."""
+        return tables.time_to_target(self.selected)
+
+    @cached_property
+    def ttt_summary(self) -> pd.DataFrame:
+        """Per configuration, signal and target (tables.summarize_time_to_target)."""
+        if self.ttt.empty:
+            return pd.DataFrame()
+        return tables.summarize_time_to_target(self.ttt)
+
+    def at(self, signal: str, target: float | None = None) -> pd.DataFrame:
+        """The rows of ``ttt_summary`` for one signal (and target)."""
+        s = self.ttt_summary
+        if s.empty:
+            return s
+        keep = s["signal"] == signal
+        if target is not None:
+            keep &= s["target"] == target
+        return s[keep]
+
+    @cached_property
+    def speedup(self) -> pd.DataFrame:
+        """Against the single-runner DQN baseline (tables.speedup_vs_baseline)."""
+        return (
+            tables.speedup_vs_baseline(self.ttt_summary)
+            if len(self.ttt_summary)
+            else (pd.DataFrame())
+        )
+
+    @property
+    def baseline(self) -> str | None:
+        return tables.baseline_config(self.ttt_summary) if len(self.ttt_summary) else None
+
+    def finals(self, signal: str) -> pd.Series:
+        """config -> median over seeds of the final value of ``signal``."""
+        column = {"greedy_return": "final_greedy", "return_mean": "final_return"}[signal]
+        if self.configs.empty:
+            return pd.Series(dtype=float)
+        return self.configs.set_index("config")[column].map(lambda spread: spread[0])
+
+    @cached_property
+    def best(self) -> pd.DataFrame:
+        """Each algorithm's best configuration at the primary signal and the target, best
+        first (tables.best_per_algorithm): the summary's rows."""
+        return tables.best_per_algorithm(
+            self.at(self.signal, self.target), self.finals(self.signal)
+        )
+
+    @cached_property
+    def throughput(self) -> pd.DataFrame:
+        return tables.scaling_throughput(self.selected)
+
+    @cached_property
+    def scaling(self) -> pd.DataFrame:
+        """Time to target against env runners, primary signal only."""
+        at = self.at(self.signal)
+        return tables.scaling_time_to_target(at) if len(at) else pd.DataFrame()
+
+
+def workloads(runs: pd.DataFrame) -> list[Workload]:
+    """The workloads of a runs table, sorted by env and variant."""
+    selected = tables.select_configurations(runs)
+    return [
+        Workload(
+            env,
+            variant,
+            part,
+            selected[(selected["env"] == env) & (selected["variant"] == variant)],
+        )
+        for (env, variant), part in runs.groupby(["env", "variant"], sort=True)
+    ]
