@@ -53,6 +53,9 @@ PCT_OF_OPTIMUM: Key = (SUITE, "pct_of_optimum")  # greedy_return / exact optimum
 OPTIMUM: Key = (SUITE, "optimum")  # exact optimal expected return of the env (cabs)
 LEARNER_STEPS_PER_S: Key = (SUITE, "learner_env_steps_per_s")  # env steps trained / train_time_s
 LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
+# Written by the TensorBoard logger (sweeps.reporting), not into results: training seconds until
+# the trial's judged return first reached the target.
+TIME_TO_TARGET_S: Key = (SUITE, "time_to_target_s")
 
 
 def flat(key: Key) -> str:

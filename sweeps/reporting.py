@@ -1,8 +1,10 @@
 """What a person sees of a sweep: a TensorBoard HParams view and a concise terminal table.
 
 ``HParamsLoggerCallback`` replaces Tune's TensorBoard logger: it writes the HParams session when a
-trial *starts* (so a running sweep can already be explored), then only a curated set of metrics
-(``CURATED_METRICS``), not RLlib's 150-key dump. ``ProgressCallback`` prints a short status table
+trial *starts* (so a running sweep can already be explored), then only a curated set of metrics,
+not RLlib's 150-key dump: first the columns a reader decides by (``leading_columns``: the
+judging return, % of optimum, time to target, env steps/s, each described), then
+``CURATED_METRICS``. ``ProgressCallback`` prints a short status table
 every few seconds instead of Tune's config dumps.
 """
 
@@ -20,7 +22,8 @@ from ray.tune.utils import flatten_dict
 
 from sweeps import keys
 
-# At most ~30 metrics: what the HParams tab compares trials on.
+# At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
+# the ones a reader decides by (``leading_columns``); these follow them.
 CURATED_METRICS: tuple[keys.Key, ...] = (
     keys.RETURN_MEAN,
     keys.RETURN_MIN,
@@ -39,6 +42,29 @@ CURATED_METRICS: tuple[keys.Key, ...] = (
     keys.TIME_TOTAL_S,
     keys.TRAINING_ITERATION,
 )
+RETURN_WORDS = {
+    keys.GREEDY_RETURN: "greedy evaluation return (explore=False episodes, the policy as it "
+    "would be used)",
+    keys.RETURN_MEAN: "training return (episodes of the exploring policy)",
+}
+
+
+def leading_columns(metric: keys.Key, target: float | None) -> list[tuple[keys.Key, str, str]]:
+    """The HParams table's first metric columns: (key, display name, description), in order --
+    the return that judges trials, % of the exact optimum, time to the target, env steps/s."""
+    words = RETURN_WORDS.get(metric, keys.flat(metric))
+    to = "the target" if target is None else f"{target:g}"
+    return [
+        (metric, f"{words.split(' (')[0]} (judges)", f"The {words}: what the search "
+         "maximises, ASHA compares, --stop-reward stops on and the summary ranks by."),
+        (keys.PCT_OF_OPTIMUM, "% of optimum", "Greedy evaluation return as a percentage of the "
+         "env's exact optimum (dynamic programming; cab env only)."),
+        (keys.TIME_TO_TARGET_S, f"time to {to} [s]", f"Training seconds (evaluation excluded) "
+         f"until the judging return first reached {to}; empty while it has not."),
+        (keys.ENV_STEPS_PER_S, "env steps/s", "Env steps sampled per second of training "
+         "(evaluation excluded), over the trial's lifetime."),
+    ]  # fmt: skip
+
 
 # Raw Optuna suggestions (e.g. ``1 - gamma``) are namespaced under this config key; the HParams
 # tab shows the real config values instead.
@@ -71,19 +97,49 @@ def _finite(value: Any) -> float | None:
 
 
 class HParamsLoggerCallback(TBXLoggerCallback):
-    """TensorBoard logger: HParams session at trial start, curated scalars per result."""
+    """TensorBoard logger: HParams session at trial start, curated scalars per result.
 
-    def __init__(self, extra_metrics: tuple[keys.Key, ...] = ()) -> None:
+    ``metric`` is the return that judges trials and ``target`` the return whose first crossing
+    is logged as the time to target; they and ``leading_columns`` open the HParams table.
+    """
+
+    def __init__(
+        self,
+        extra_metrics: tuple[keys.Key, ...] = (),
+        *,
+        metric: keys.Key = keys.RETURN_MEAN,
+        target: float | None = None,
+    ) -> None:
         super().__init__()
-        self._metrics = [keys.flat(k) for k in CURATED_METRICS + tuple(extra_metrics)]
+        self._metric = metric
+        self._target = target
+        self._leading = leading_columns(metric, target)
+        first = [key for key, _, _ in self._leading]
+        rest = [k for k in CURATED_METRICS + tuple(extra_metrics) if k not in first]
+        self._metrics = [keys.flat(k) for k in first + rest]
+        self._reached: set[str] = set()  # trial ids whose time to target is logged
 
-    def log_trial_start(self, trial: Trial) -> None:
+    def _experiment_summary(self, trial: Trial):
+        """tensorboardX's HParams experiment summary with names and descriptions on the
+        leading metric columns (tensorboardX 2.6's ``hparams()`` writes bare tags only)."""
+        from tensorboardX.proto.plugin_hparams_pb2 import HParamsPluginData
         from tensorboardX.summary import hparams
 
-        super().log_trial_start(trial)
         experiment, session_start, _ = hparams(
             hparam_dict=trial_hparams(trial), metric_dict={m: 0.0 for m in self._metrics}
         )
+        plugin_data = experiment.value[0].metadata.plugin_data
+        content = HParamsPluginData.FromString(plugin_data.content)
+        described = {keys.flat(key): (name, text) for key, name, text in self._leading}
+        for info in content.experiment.metric_infos:
+            if info.name.tag in described:
+                info.display_name, info.description = described[info.name.tag]
+        plugin_data.content = content.SerializeToString()
+        return experiment, session_start
+
+    def log_trial_start(self, trial: Trial) -> None:
+        super().log_trial_start(trial)
+        experiment, session_start = self._experiment_summary(trial)
         writer = self._trial_writer[trial]
         writer.file_writer.add_summary(experiment)
         writer.file_writer.add_summary(session_start)
@@ -98,6 +154,17 @@ class HParamsLoggerCallback(TBXLoggerCallback):
             value = _finite(keys.get(result, tuple(name.split("/"))))
             if value is not None:
                 writer.add_scalar(name, value, global_step=step)
+        judged = _finite(keys.get(result, self._metric))
+        train_time = _finite(keys.get(result, keys.TRAIN_TIME_S))
+        if (
+            self._target is not None
+            and trial.trial_id not in self._reached
+            and judged is not None
+            and judged >= self._target
+            and train_time is not None
+        ):
+            self._reached.add(trial.trial_id)
+            writer.add_scalar(keys.flat(keys.TIME_TO_TARGET_S), train_time, global_step=step)
         writer.flush()
 
     def log_trial_end(self, trial: Trial, failed: bool = False) -> None:

@@ -242,7 +242,11 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             storage_path=str(experiment.parent),
             stop=stopper,
             callbacks=[
-                HParamsLoggerCallback(sweep.extra_metrics),
+                HParamsLoggerCallback(
+                    sweep.extra_metrics,
+                    metric=_judged_by(sweep),
+                    target=stop_reward if stop_reward is not None else max(record["targets"]),
+                ),
                 progress,
                 FailureLog(),
                 InterruptWatch(),

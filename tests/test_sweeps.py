@@ -5,6 +5,11 @@ from __future__ import annotations
 
 import importlib
 import json
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -88,26 +93,86 @@ def test_benchmark_mode_runs_one_trial_per_seed_one_at_a_time(tmp_path, ray_sess
     assert start_b >= end_a - 1  # whole-second timestamps; run together they would overlap
 
 
-@pytest.mark.slow
-def test_hparams_visible_to_tensorboard(tmp_path, ray_session):
+LEADING = [keys.GREEDY_RETURN, keys.PCT_OF_OPTIMUM, keys.TIME_TO_TARGET_S, keys.ENV_STEPS_PER_S]
+
+
+def _hparams_data(run_dir: Path):
+    """(HParams plugin data by tag, scalar tags) of one trial folder, by TensorBoard's reader."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
     from tensorboard.plugins.hparams import metadata as hp_metadata
     from tensorboard.plugins.hparams import plugin_data_pb2
 
-    rc, experiment = _run("dqn_cabs", tmp_path, "--smoke", "--num-samples", "1")
-    assert rc == 0
-    (trial,) = _trial_dirs(experiment)
-    acc = EventAccumulator(str(trial), size_guidance={"tensors": 0, "scalars": 0})
+    acc = EventAccumulator(str(run_dir), size_guidance={"tensors": 0, "scalars": 0})
     acc.Reload()
     content = acc.PluginTagToContent(hp_metadata.PLUGIN_NAME)
-    data = {}
-    for tag, raw in content.items():
-        msg = plugin_data_pb2.HParamsPluginData.FromString(raw)
-        data[tag] = msg
+    data = {tag: plugin_data_pb2.HParamsPluginData.FromString(raw) for tag, raw in content.items()}
+    return data, acc
+
+
+class _FakeTrial:
+    """What the logger reads of a Tune trial."""
+
+    def __init__(self, path: Path) -> None:
+        self.trial_id, self.local_path = "t0", str(path)
+        self.evaluated_params = {"lr": 0.001, "gamma": 0.99}
+
+    def init_local_path(self) -> None:
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
+def test_hparams_columns_lead_with_what_a_reader_decides_by(tmp_path):
+    """No Ray: the logger on a fake trial, read back with TensorBoard's own reader."""
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    from sweeps.reporting import HParamsLoggerCallback
+
+    logger = HParamsLoggerCallback(metric=keys.GREEDY_RETURN, target=90.0)
+    trial = _FakeTrial(tmp_path / "trial")
+    logger.log_trial_start(trial)
+    for i, (greedy, train_s) in enumerate([(50.0, 1.0), (95.0, 2.0), (99.0, 3.0)], start=1):
+        result: dict = {"training_iteration": i}
+        keys.set_default(result, keys.GREEDY_RETURN, greedy)
+        keys.set_default(result, keys.TRAIN_TIME_S, train_s)
+        keys.set_default(result, keys.ENV_STEPS, 100 * i)
+        keys.set_default(result, keys.ENV_STEPS_PER_S, 50.0)
+        logger.log_trial_result(i, trial, result)
+    logger.log_trial_end(trial)
+
+    data, acc = _hparams_data(tmp_path / "trial")
+    infos = data[hp_metadata.EXPERIMENT_TAG].experiment.metric_infos
+    assert [m.name.tag for m in infos[:4]] == [keys.flat(k) for k in LEADING]
+    assert [m.display_name for m in infos[:4]] == [
+        "greedy evaluation return (judges)",
+        "% of optimum",
+        "time to 90 [s]",
+        "env steps/s",
+    ]
+    assert all(m.description for m in infos[:4])
+    # Time to target: the training seconds of the first result at or above it, logged once.
+    (event,) = acc.Scalars(keys.flat(keys.TIME_TO_TARGET_S))
+    assert (event.value, event.step) == (2.0, 200)
+
+
+@pytest.fixture(scope="module")
+def smoke_sweep(tmp_path_factory, _ray_session_end) -> Path:
+    """One finished one-trial dqn_cabs smoke sweep, for the TensorBoard checks."""
+    rc, experiment = _run(
+        "dqn_cabs", tmp_path_factory.mktemp("tb"), "--smoke", "--num-samples", "1"
+    )
+    assert rc == 0
+    return experiment
+
+
+@pytest.mark.slow
+def test_hparams_visible_to_tensorboard(smoke_sweep):
+    from tensorboard.plugins.hparams import metadata as hp_metadata
+
+    (trial,) = _trial_dirs(smoke_sweep)
+    data, acc = _hparams_data(trial)
     experiment_info = data[hp_metadata.EXPERIMENT_TAG].experiment
-    metric_tags = {m.name.tag for m in experiment_info.metric_infos}
+    metric_tags = [m.name.tag for m in experiment_info.metric_infos]
+    assert metric_tags[:4] == [keys.flat(k) for k in LEADING]  # cabs: judged by greedy
     assert keys.flat(keys.RETURN_MEAN) in metric_tags
-    assert keys.flat(keys.GREEDY_RETURN) in metric_tags
     assert len(metric_tags) <= 30
     hparams = data[hp_metadata.SESSION_START_INFO_TAG].session_start_info.hparams
     assert {"lr", "gamma", "n_step", "train_batch_size"} <= set(hparams)
@@ -118,6 +183,60 @@ def test_hparams_visible_to_tensorboard(tmp_path, ray_session):
     assert keys.flat(keys.GREEDY_RETURN) in scalar_tags
     # Curated, not RLlib's full dump.
     assert len(scalar_tags) <= 30
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _post_json(url: str, body: dict) -> dict:
+    request = urllib.request.Request(
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return json.loads(response.read())
+
+
+@pytest.mark.slow
+def test_hparams_columns_through_tensorboards_server(smoke_sweep, tmp_path):
+    """TensorBoard's own server, on the finished sweep folder: its HParams data endpoint lists
+    the leading columns first, each with a description."""
+    port = _free_port()
+    log = (tmp_path / "tensorboard.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(smoke_sweep),
+         "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false",
+         "--reload_interval", "1"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/data/plugin/hparams/experiment"
+    experiment: dict = {}
+    try:
+        deadline = time.monotonic() + 120
+        while not experiment.get("metricInfos"):
+            assert server.poll() is None, (tmp_path / "tensorboard.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "TensorBoard served no HParams experiment"
+            try:
+                experiment = _post_json(url, {"experimentName": ""})
+            except (OSError, ValueError):  # not listening yet
+                pass
+            time.sleep(0.5)  # still loading the event files
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        log.close()
+    infos = experiment["metricInfos"]
+    assert [m["name"]["tag"] for m in infos[:4]] == [keys.flat(k) for k in LEADING]
+    assert infos[0]["displayName"] == "greedy evaluation return (judges)"
+    assert all(m.get("description") for m in infos[:4])
+    assert {"lr", "gamma"} <= {h["name"] for h in experiment["hparamInfos"]}
 
 
 @pytest.mark.slow
