@@ -60,7 +60,7 @@ def greedy_return(module: Any, env_id: str, episodes: int, seed: int) -> float:
 def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     from ray.rllib.algorithms.dqn import DQNConfig
 
-    from sweeps.algorithms.apex_dqn import ApexDQNConfig, cabs_config
+    from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
     from sweeps.algorithms.masked_dqn import dqn_module_spec
 
     model = {"fcnet_hiddens": args.hiddens, "fcnet_activation": "relu"}
@@ -119,7 +119,7 @@ def learner_module(algo: Any) -> Any:
 
 
 def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    from sweeps.algorithms.apex_dqn import APEX_RESULTS
+    from sweeps.algorithms.apex import APEX_RESULTS
 
     algo = build(args, seed, args.runners)
     train_s, eval_s, best, it = 0.0, 0.0, -np.inf, 0
@@ -167,7 +167,7 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 
 
 def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
-    from sweeps.algorithms.apex_dqn import APEX_RESULTS
+    from sweeps.algorithms.apex import APEX_RESULTS
 
     args = argparse.Namespace(**{**vars(args), "envs_per_runner": args.throughput_envs})
     args.fragment = 32

@@ -1,6 +1,6 @@
 """Ape-X DQN on the cab env — the suite's main job.
 
-Ape-X (Horgan et al. 2018) on RLlib 2.60's new API stack (``sweeps/algorithms/apex_dqn.py``):
+Ape-X (Horgan et al. 2018) on RLlib 2.60's new API stack (``sweeps/algorithms/apex/``):
 asynchronous actors with fixed per-actor ε, initial priorities computed by the actors, sharded
 prioritized replay fed directly by the actors, one learner (the GPU when there is one) that writes
 priorities back and broadcasts weights without stopping the actors.
@@ -41,7 +41,7 @@ from sweeps import keys, runner, workloads
 
 
 def make_config(args: argparse.Namespace):
-    from sweeps.algorithms.apex_dqn import ApexDQNConfig, cabs_config
+    from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
 
     config = cabs_config(ApexDQNConfig())
     config.training(n_step=3, double_q=True, dueling=True, epsilon=0.4)

@@ -29,7 +29,7 @@ from sweeps import keys, runner, workloads
 
 
 def make_config(args: argparse.Namespace):
-    from sweeps.algorithms.apex_dqn import ApexDQNConfig
+    from sweeps.algorithms.apex import ApexDQNConfig
 
     config = ApexDQNConfig().training(
         lr=5e-5,

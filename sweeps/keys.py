@@ -84,7 +84,7 @@ def set_default(result: dict[str, Any], key: Key, value: Any) -> Any:
     return node.setdefault(key[-1], value)
 
 
-# --- Ape-X's own results (``sweeps.algorithms.apex_dqn``, under result["apex"]) -----------------
+# --- Ape-X's own results (``sweeps.algorithms.apex``, under result["apex"]) ---------------------
 APEX = "apex"
 APEX_METRICS: tuple[Key, ...] = (
     (APEX, "env_steps_sampled_per_s"),

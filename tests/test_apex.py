@@ -1,4 +1,4 @@
-"""Ape-X DQN (``sweeps.algorithms.apex_dqn``) and the masked DQN module (``masked_dqn``).
+"""Ape-X DQN (``sweeps.algorithms.apex``) and the masked DQN module (``masked_dqn``).
 
 Fast tests (no Ray): the ε schedule, the replay buffer subclass, initial priorities, the masked
 module. Slow tests (``-m slow``; one shared Ray instance, at most one algorithm alive at a time):
@@ -22,7 +22,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LI
 
 from envs import CABS, CABS_REQUESTS, register_envs
 from envs.cabs import MASK_START, NUM_ACTIONS, CabsEnv
-from sweeps.algorithms.apex_dqn import (
+from sweeps.algorithms.apex import (
     APEX_RESULTS,
     ITEM_ID,
     TREE_IDX,

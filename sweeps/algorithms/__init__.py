@@ -1,7 +1,8 @@
 """Algorithms the suite adds to RLlib 2.60's new API stack.
 
-* :mod:`sweeps.algorithms.apex_dqn`: Ape-X DQN (``ApexDQNConfig`` / ``ApexDQN``; call
-  ``sweeps.algorithms.apex_dqn.register()`` to make ``"ApexDQN"`` a Tune trainable name).
+* :mod:`sweeps.algorithms.apex`: Ape-X DQN, one module per concern (``ApexDQNConfig`` /
+  ``ApexDQN``; call ``sweeps.algorithms.apex.register()`` to make ``"ApexDQN"`` a Tune trainable
+  name). ``sweeps.algorithms.apex_dqn`` is its former import path, kept as a re-export.
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
 

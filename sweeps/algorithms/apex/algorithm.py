@@ -1,0 +1,476 @@
+"""Ape-X's driver: :class:`ApexDQN`, the training loop that keeps sample requests queued on
+every runner, feeds the learner from the replay shards, writes priorities back and syncs
+weights, plus the Ape-X metrics it reports under ``result["apex"]``; and :func:`register`.
+The data flow is described in the package docstring (``sweeps/algorithms/apex/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from collections import defaultdict, deque
+from typing import Any
+
+import numpy as np
+import ray
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.dqn.dqn import DQN
+from ray.rllib.core import (
+    COMPONENT_LEARNER,
+    COMPONENT_RL_MODULE,
+    DEFAULT_MODULE_ID,
+)
+from ray.rllib.core.columns import Columns
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.annotations import override
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    TD_ERROR_KEY,
+    TIMERS,
+)
+from ray.rllib.utils.numpy import convert_to_numpy
+
+from sweeps.algorithms.apex.actor import sample_and_store
+from sweeps.algorithms.apex.config import ApexDQNConfig
+from sweeps.algorithms.apex.exploration import apply_runner_epsilon, current_epsilon
+from sweeps.algorithms.apex.replay import ITEM_ID, TREE_IDX, ApexReplayShard
+from sweeps.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
+
+# Tag of the sample-and-store requests on the EnvRunnerGroup.
+SAMPLE_TAG = "apex_sample"
+
+
+def in_flight_refs(env_runner_group: Any, tag: str) -> list[ray.ObjectRef]:
+    """ObjectRefs of ``env_runner_group``'s in-flight async requests tagged ``tag``.
+
+    The one use of a private Ray API in Ape-X, read from Ray 2.60.0
+    (``ray/rllib/utils/actor_manager.py``): the group's ``FaultTolerantActorManager`` keeps
+    ``_in_flight_req_to_actor_id``, mapping the ObjectRef of every ``foreach_actor_async``
+    call to ``(tag, actor_id)``. Ray 2.60.0 has no public call that gives these refs:
+    ``foreach_env_runner_async`` and ``num_in_flight_async_reqs`` return counts, and
+    ``fetch_ready_async_reqs(return_obj_refs=True)`` returns only requests that are already
+    done, and removes them. The driver needs the refs to block in one ``ray.wait`` on sample
+    and replay requests together.
+    """
+    manager = env_runner_group._worker_manager
+    in_flight = getattr(manager, "_in_flight_req_to_actor_id", {})
+    return [ref for ref, (t, _) in in_flight.items() if t == tag]
+
+
+class ApexDQN(DQN):
+    """Ape-X DQN: asynchronous actors with fixed per-actor ε, sharded prioritized replay fed
+    directly by the actors, one learner (the LearnerGroup, GPU if configured) and periodic
+    non-blocking weight broadcast. See the module docstring for the data flow."""
+
+    @classmethod
+    @override(DQN)
+    def get_default_config(cls) -> ApexDQNConfig:
+        return ApexDQNConfig()
+
+    @override(DQN)
+    def _create_local_replay_buffer_if_necessary(self, config: Any) -> None:
+        return None  # Ape-X's replay lives in the shard actors.
+
+    @override(DQN)
+    def setup(self, config: AlgorithmConfig) -> None:
+        super().setup(config)
+        cfg = self.config
+        self._limit_learner_threads()
+        shard_cls = ray.remote(num_cpus=cfg.replay_shard_num_cpus)(ApexReplayShard)
+        buffer_cls = cfg.replay_shard_buffer_class()
+        self._shards = [
+            shard_cls.options(name=None).remote(buffer_cls, cfg.replay_shard_buffer_kwargs(i))
+            for i in range(cfg.num_replay_buffer_shards)
+        ]
+        ray.get([s.ping.remote() for s in self._shards])
+        self._num_runners = self.env_runner_group.num_remote_env_runners()
+        self._sample_fn = functools.partial(
+            sample_and_store,
+            shards=self._shards,
+            num_runners=max(self._num_runners, 1),
+            epsilon_base=cfg.exploration_epsilon_base,
+            epsilon_alpha=cfg.exploration_alpha,
+            n_step=int(cfg.n_step),
+            gamma=float(cfg.gamma),
+            compute_priorities=bool(cfg.compute_initial_priorities),
+        )
+        # Counters (driver side).
+        self._sampled = 0
+        self._trained = 0
+        self._num_updates = 0
+        self._num_weight_syncs = 0
+        self._num_training_step_calls = 0
+        self._idle_s = 0.0
+        self._train_time_s = 0.0  # time inside training iterations (no eval, no setup)
+        self._shard_steps = [0] * cfg.num_replay_buffer_shards  # env steps sent per shard
+        self._replay_reqs: list[tuple[int, ray.ObjectRef]] = []
+        self._batch_queue: deque[tuple[int, dict[str, np.ndarray]]] = deque()
+        self._next_shard = 0
+        self._weights_ref: ray.ObjectRef | None = None
+        self._weights_ref_updates = -1
+        self._steps_since_sync: dict[int, int] = defaultdict(int)
+        self._updates_at_sync: dict[int, int] = defaultdict(int)
+        self._runner_seq_no: dict[int, int] = {}
+        self._runner_epsilon: dict[int, float] = {}
+        self._runner_timing: dict[str, float] = defaultdict(float)
+        self._num_sample_results = 0
+        self._replay_add_errors = 0
+        self._in_flight_at_update: list[int] = []
+        self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
+        self._stats_reqs: list[ray.ObjectRef] | None = None
+        self._last_stats_t = 0.0
+        self._iter_snapshot = (0, 0, 0)
+        # Give every runner its fixed ε right away (the sample function re-applies it, which
+        # also covers runners restarted after a failure).
+        self._runner_epsilon = self.get_runner_epsilons()
+
+    def _limit_learner_threads(self) -> None:
+        threads = self.config.learner_torch_num_threads
+        local_cpu = self.config.num_learners == 0 and not self.config.num_gpus_per_learner
+        if threads is None or not local_cpu:
+            return
+        if threads == "auto":
+            threads = max(int(self.config.num_cpus_for_main_process or 1), 1)
+        import torch
+
+        torch.set_num_threads(int(threads))
+
+    # ----------------------------------------------------------------- public helpers
+
+    def get_runner_epsilons(self) -> dict[int, float]:
+        """Apply and return each runner's fixed ε, keyed by worker index (0 = local)."""
+        cfg = self.config
+        n = max(self._num_runners, 1)
+        base, alpha = cfg.exploration_epsilon_base, cfg.exploration_alpha
+
+        def _apply(er: Any) -> tuple[int, float]:
+            apply_runner_epsilon(er, n, base, alpha)
+            return int(er.worker_index), current_epsilon(er)
+
+        if self._num_runners:
+            pairs = self.env_runner_group.foreach_env_runner(_apply, local_env_runner=False)
+        else:
+            pairs = [_apply(self.env_runner)]
+        return dict(pairs)
+
+    @property
+    def replay_shards(self) -> list[Any]:
+        """The replay shard actor handles."""
+        return list(self._shards)
+
+    def replay_stats(self) -> list[dict[str, float]]:
+        """Current stats of every shard (blocking)."""
+        return ray.get([s.stats.remote() for s in self._shards])
+
+    # ------------------------------------------------------------------ training loop
+
+    @override(DQN)
+    def _run_one_training_iteration(self):
+        t0 = time.perf_counter()
+        out = super()._run_one_training_iteration()
+        self._train_time_s += time.perf_counter() - t0
+        self._apex_results = self._iteration_metrics(time.perf_counter() - t0)
+        return out
+
+    @override(DQN)
+    def _compile_iteration_results(self, *, train_results, eval_results):
+        results = super()._compile_iteration_results(
+            train_results=train_results, eval_results=eval_results
+        )
+        # RLlib compiles its MetricsLogger inside the training iteration; the Ape-X figures
+        # are per-iteration snapshots computed right after it, so they are added here.
+        results[APEX_RESULTS] = getattr(self, "_apex_results", {})
+        return results
+
+    @override(DQN)
+    def training_step(self) -> None:
+        """One pass of the driver loop: keep sample requests queued on every runner, account
+        for finished ones, train on replay batches (as many as ``training_intensity``
+        allows), keep replay requests in flight. Blocks in ``ray.wait`` (up to
+        ``idle_wait_s``) only when none of that has anything to do."""
+        self._num_training_step_calls += 1
+        if self._num_runners == 0:
+            self._sample_locally()
+            self._receive_batches(None)
+            self._train_from_queue()
+            self._request_replay()
+            self._poll_shard_stats()
+            return
+        self._request_samples()
+        sample_refs = self._sample_refs()
+        can_train = self._updates_due() >= 1
+        replay_refs = [ref for _, ref in self._replay_reqs] if can_train else []
+        watch = sample_refs + replay_refs
+        ready = set(ray.wait(watch, num_returns=len(watch), timeout=0)[0]) if watch else set()
+        if not ready and not (can_train and self._batch_queue):
+            t0 = time.perf_counter()
+            if watch:
+                ready = set(ray.wait(watch, num_returns=1, timeout=self.config.idle_wait_s)[0])
+            else:
+                time.sleep(min(self.config.idle_wait_s, 0.005))
+            self._idle_s += time.perf_counter() - t0
+        if ready.intersection(sample_refs):
+            self._collect_samples()
+            self._request_samples()
+        if ready.intersection(replay_refs):
+            self._receive_batches(ready)
+        self._train_from_queue()
+        self._request_replay()
+        self._poll_shard_stats()
+
+    def _sample_refs(self) -> list[ray.ObjectRef]:
+        """ObjectRefs of this algorithm's in-flight sample requests (read, never resolved)."""
+        return in_flight_refs(self.env_runner_group, SAMPLE_TAG)
+
+    # -- sampling
+
+    def _weights_for(self, runner_id: int) -> Any:
+        """Latest learner weights (an ObjectRef) if ``runner_id`` is due for a sync."""
+        if self._num_updates == 0 or self._updates_at_sync[runner_id] == self._num_updates:
+            return None
+        if self._steps_since_sync[runner_id] < self.config.max_weight_sync_delay:
+            return None
+        if self._weights_ref_updates != self._num_updates:
+            state = self.learner_group.get_state(
+                components=COMPONENT_LEARNER + "/" + COMPONENT_RL_MODULE, inference_only=True
+            )[COMPONENT_LEARNER]
+            self._weights_ref = ray.put(state)
+            self._weights_ref_updates = self._num_updates
+        return self._weights_ref
+
+    def _mark_synced(self, runner_id: int) -> None:
+        self._steps_since_sync[runner_id] = 0
+        self._updates_at_sync[runner_id] = self._num_updates
+        self._num_weight_syncs += 1
+
+    def _request_samples(self) -> None:
+        for runner_id in self.env_runner_group.healthy_env_runner_ids():
+            weights = self._weights_for(runner_id)
+            sent = self.env_runner_group.foreach_env_runner_async(
+                self._sample_fn,
+                tag=SAMPLE_TAG,
+                kwargs={"weights": weights},
+                remote_worker_ids=[runner_id],
+            )
+            if sent and weights is not None:
+                self._mark_synced(runner_id)
+
+    def _collect_samples(self) -> None:
+        results = self.env_runner_group.fetch_ready_async_reqs(tags=SAMPLE_TAG, timeout_seconds=0)
+        for runner_id, result in results:
+            self._on_sample_result(runner_id, result)
+        if results:
+            self.metrics.aggregate([r["metrics"] for _, r in results], key=ENV_RUNNER_RESULTS)
+
+    def _sample_locally(self) -> None:
+        """No remote runners: the local EnvRunner samples synchronously (debugging mode)."""
+        weights = self._weights_for(0)
+        if weights is not None:
+            weights = ray.get(weights)
+            self._mark_synced(0)
+        result = self._sample_fn(self.env_runner, weights=weights)
+        ray.get(self.env_runner._apex_pending_add)
+        self._on_sample_result(0, result)
+        self.metrics.aggregate([result["metrics"]], key=ENV_RUNNER_RESULTS)
+
+    def _on_sample_result(self, runner_id: int, result: dict[str, Any]) -> None:
+        steps = int(result["env_steps"])
+        self._sampled += steps
+        self._shard_steps[result["shard"]] += steps
+        self._steps_since_sync[runner_id] += steps
+        self._runner_seq_no[runner_id] = result["weights_seq_no"]
+        self._runner_epsilon[runner_id] = result["epsilon"]
+        self._num_sample_results += 1
+        self._replay_add_errors += result.get("add_errors", 0)
+        for key in ("sample_s", "priority_s", "add_wait_s"):
+            self._runner_timing[key] += result[key]
+
+    # -- learning
+
+    def _learning_started(self) -> bool:
+        return self._sampled >= self.config.num_steps_sampled_before_learning_starts
+
+    def _updates_due(self) -> float:
+        """Learner updates allowed now by ``training_intensity`` (inf when uncapped)."""
+        if not self._learning_started():
+            return 0
+        intensity = self.config.training_intensity
+        if not intensity:
+            return math.inf
+        batch = self.config.total_train_batch_size
+        return max(math.floor((self._sampled * intensity - self._trained) / batch), 0)
+
+    def _request_replay(self) -> None:
+        """Keep enough replay batches queued or in flight for the updates now due (at most
+        ``max_requests_in_flight_per_replay_shard`` requests per shard)."""
+        if not self._learning_started():
+            return
+        cfg = self.config
+        batch = cfg.total_train_batch_size
+        k = max(int(cfg.replay_batches_per_request), 1)
+        per_shard = cfg.max_requests_in_flight_per_replay_shard
+        num_shards = len(self._shards)
+        # Batches queued or in flight: what is due plus one request, at most
+        # `max_requests_in_flight_per_replay_shard` requests' worth in total (prefetched
+        # batches carry priorities from when they were drawn, so keep the queue short).
+        want = min(self._updates_due() + k, per_shard * k)
+        in_flight = defaultdict(int)
+        for shard_index, _ in self._replay_reqs:
+            in_flight[shard_index] += 1
+        while len(self._batch_queue) + k * len(self._replay_reqs) < want:
+            shard_index = next(
+                (
+                    i % num_shards
+                    for i in range(self._next_shard, self._next_shard + num_shards)
+                    if self._shard_steps[i % num_shards] >= batch
+                    and in_flight[i % num_shards] < per_shard
+                ),
+                None,
+            )
+            if shard_index is None:
+                break
+            self._next_shard = (shard_index + 1) % num_shards
+            ref = self._shards[shard_index].sample.remote(
+                batch,
+                int(cfg.n_step),
+                float(cfg.gamma),
+                float(cfg.replay_buffer_config.get("beta", 0.4)),
+                k,
+            )
+            self._replay_reqs.append((shard_index, ref))
+            in_flight[shard_index] += 1
+
+    def _receive_batches(self, ready: set | None) -> None:
+        """Move the replay batches of finished requests (``ready``; None: all, blocking) into
+        the local queue, oldest request first."""
+        remaining = []
+        for shard_index, ref in self._replay_reqs:
+            if ready is not None and ref not in ready:
+                remaining.append((shard_index, ref))
+                continue
+            self._batch_queue.extend((shard_index, b) for b in ray.get(ref))
+        self._replay_reqs = remaining
+
+    def _train_from_queue(self) -> None:
+        # One update per training_step: between two updates the driver re-issues sample
+        # requests, so a long run of updates never leaves the runners without work.
+        if self._batch_queue and self._updates_due() >= 1:
+            self._update(*self._batch_queue.popleft())
+
+    def _update(self, shard_index: int, batch: dict[str, np.ndarray]) -> None:
+        tree_idx, item_id = batch.pop(TREE_IDX), batch.pop(ITEM_ID)
+        n = len(batch[Columns.ACTIONS])
+        self._in_flight_at_update.append(
+            self.env_runner_group.num_in_flight_async_reqs(tag=SAMPLE_TAG)
+        )
+        train_batch = MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(batch)}, env_steps=n)
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = self.learner_group.update(
+                batch=train_batch,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self._sampled,
+                    NUM_ENV_STEPS_TRAINED_LIFETIME: self._trained + n,
+                },
+            )
+        # As in DQN: isolate the TD errors (priorities) from the results.
+        td_errors = []
+        for result in learner_results:
+            module_results = result.get(DEFAULT_MODULE_ID, {})
+            if TD_ERROR_KEY in module_results:
+                td_errors.append(convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek()))
+        self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        if td_errors:
+            td = np.concatenate([np.asarray(t).reshape(-1) for t in td_errors])
+            if len(td) == n:
+                self._shards[shard_index].update_priorities.remote(tree_idx, item_id, td)
+        self._trained += n
+        self._num_updates += 1
+
+    # -- waiting and stats
+
+    def _poll_shard_stats(self, interval_s: float = 0.5) -> None:
+        now = time.perf_counter()
+        if now - self._last_stats_t < interval_s:
+            return
+        if self._stats_reqs is not None:
+            ready, _ = ray.wait(self._stats_reqs, num_returns=len(self._stats_reqs), timeout=0)
+            if len(ready) < len(self._stats_reqs):
+                return
+            self._shard_stats = ray.get(self._stats_reqs)
+        self._stats_reqs = [s.stats.remote() for s in self._shards]
+        self._last_stats_t = now
+
+    def _iteration_metrics(self, iteration_s: float) -> dict[str, Any]:
+        sampled0, trained0, updates0 = self._iter_snapshot
+        self._iter_snapshot = (self._sampled, self._trained, self._num_updates)
+        per_s = 1.0 / iteration_s if iteration_s > 0 else math.nan
+        life_s = 1.0 / self._train_time_s if self._train_time_s > 0 else math.nan
+        runner_keys = {rid: f"runner_{rid}" for rid in self._runner_epsilon}
+        lag_updates = {
+            runner_keys[r]: self._num_updates - self._updates_at_sync[r]
+            for r in self._runner_epsilon
+        }
+        lag_seq = {
+            runner_keys[r]: self._num_updates - self._runner_seq_no.get(r, 0)
+            for r in self._runner_epsilon
+        }
+        shards = {f"shard_{i}": dict(stats) for i, stats in enumerate(self._shard_stats) if stats}
+        fills = [s["fill"] for s in self._shard_stats if s]
+        prios = [s["mean_priority"] for s in self._shard_stats if s]
+        n_results = max(self._num_sample_results, 1)
+        apex = {
+            "env_steps_sampled_lifetime": self._sampled,
+            "env_steps_trained_lifetime": self._trained,
+            "env_steps_sampled_per_s": (self._sampled - sampled0) * per_s,
+            "env_steps_trained_per_s": (self._trained - trained0) * per_s,
+            "env_steps_sampled_per_s_lifetime": self._sampled * life_s,
+            "env_steps_trained_per_s_lifetime": self._trained * life_s,
+            "replay_ratio": self._trained / self._sampled if self._sampled else 0.0,
+            "learner_updates_lifetime": self._num_updates,
+            "learner_updates_per_s": (self._num_updates - updates0) * per_s,
+            "weight_syncs_lifetime": self._num_weight_syncs,
+            "training_step_calls_lifetime": self._num_training_step_calls,
+            "training_time_s": self._train_time_s,
+            "driver_idle_s_lifetime": self._idle_s,
+            "epsilon": {runner_keys[r]: e for r, e in self._runner_epsilon.items()},
+            "weight_sync_lag_updates": lag_updates,
+            "weight_sync_lag_seq_no": lag_seq,
+            "weight_sync_lag_updates_max": max(lag_updates.values(), default=0),
+            "sample_requests_in_flight_at_update_mean": (
+                float(np.mean(self._in_flight_at_update)) if self._in_flight_at_update else 0.0
+            ),
+            "replay_requests_in_flight": len(self._replay_reqs),
+            "replay_batches_queued": len(self._batch_queue),
+            "replay": shards,
+            "replay_fill_mean": float(np.mean(fills)) if fills else 0.0,
+            "replay_add_errors_lifetime": self._replay_add_errors,
+            "replay_mean_priority": float(np.mean(prios)) if prios else math.nan,
+            "runner_sample_s_mean": self._runner_timing["sample_s"] / n_results,
+            "runner_priority_s_mean": self._runner_timing["priority_s"] / n_results,
+            "runner_add_wait_s_mean": self._runner_timing["add_wait_s"] / n_results,
+        }
+        self._in_flight_at_update = self._in_flight_at_update[-1000:]
+        return apex
+
+    @override(DQN)
+    def cleanup(self) -> None:
+        for shard in getattr(self, "_shards", []):
+            try:
+                ray.kill(shard)
+            except Exception:  # already gone
+                pass
+        self._shards = []
+        super().cleanup()
+
+
+def register(name: str = "ApexDQN") -> str:
+    """Register :class:`ApexDQN` as a Tune trainable under ``name`` (idempotent); returns it."""
+    from ray.tune.registry import register_trainable
+
+    register_trainable(name, ApexDQN)
+    return name

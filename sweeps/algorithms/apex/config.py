@@ -1,0 +1,266 @@
+"""Ape-X's configuration: :class:`ApexDQNConfig` (``DQNConfig`` plus the Ape-X knobs, their
+defaults and validation, and what each replay shard is built with) and :func:`cabs_config`,
+the tuned small-problem settings.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import NotProvided
+from ray.rllib.algorithms.dqn.dqn import DQNConfig
+from ray.rllib.utils.annotations import override
+
+from sweeps.algorithms.apex.learner import ApexDQNTorchLearner
+from sweeps.algorithms.apex.replay import ApexEpisodeReplayBuffer
+
+
+class ApexDQNConfig(DQNConfig):
+    """Configuration of :class:`ApexDQN`: ``DQNConfig`` plus the Ape-X knobs of :meth:`apex`.
+
+    Defaults follow RLlib's old Ape-X (``rllib/algorithms/apex_dqn/apex_dqn.py``, Ray <= 2.5,
+    and ``rllib_contrib/apex_dqn``) and the paper:
+
+    ========================================  ============  ===================================
+    knob                                      default       source
+    ========================================  ============  ===================================
+    num_replay_buffer_shards                  4             old RLlib (``optimizer`` dict)
+    max_weight_sync_delay                     400           old RLlib: env steps a runner
+                                                            returns between weight syncs
+    exploration_epsilon_base / _alpha         0.4 / 7       paper; old ``PerWorkerEpsilonGreedy``
+    max_requests_in_flight_per_env_runner     2             old ``..._per_sampler_worker``
+    max_requests_in_flight_per_replay_shard   4             old: inf (bounded: stale priorities)
+    replay capacity (all shards together)     2,000,000     old RLlib
+    prioritized replay alpha / beta / eps     0.6/0.4/1e-6  old RLlib
+    n_step / double_q / dueling               3/True/True   old RLlib and paper
+    train_batch_size                          512           old RLlib
+    target_network_update_freq                500,000       old RLlib, in *trained* env steps
+    training_intensity                        1.0           old RLlib (trained/sampled steps;
+                                                            None: learner runs flat out)
+    num_steps_sampled_before_learning_starts  50,000        old RLlib
+    rollout_fragment_length                   50            old RLlib
+    lr / adam_epsilon / grad_clip / loss      DQN's         5e-4 / 1e-8 / 40 / huber
+    replay_batches_per_request                1             new (round trips on busy cores)
+    replay_shard_num_cpus                     0             old RLlib (shards ``num_cpus=0``)
+    compute_initial_priorities                True          paper; old ``worker_side_prio...``
+    learner_torch_num_threads                 "auto"        new (see :meth:`apex`)
+    idle_wait_s                               0.02          new (driver never busy-spins)
+    ========================================  ============  ===================================
+
+    Differences from RLlib's DQN: ``target_network_update_freq`` counts *trained* env steps,
+    as in old Ape-X (:class:`ApexDQNTorchLearner`; DQN counts sampled steps).
+    ``num_env_runners`` defaults to 2 (old: 32 workers) and the per-iteration reporting
+    minimum is 1 s (old: 30 s and 25k steps). The ε schedule (``epsilon``) of DQN is ignored
+    on training runners (each has its fixed ε_i); evaluation is greedy (``explore=False``).
+    The replay shards are not checkpointed (a restored algorithm refills them before it
+    learns again). Small-problem settings that reach a greedy return of 2,500 on ``Cabs-v0``
+    in a few seconds of training: :func:`cabs_config`.
+    """
+
+    def __init__(self, algo_class: type | None = None) -> None:
+        if algo_class is None:
+            # Imported here, not at the top: the algorithm module imports this one (its training
+            # loop reads the config), while a config only names its algorithm as a default.
+            from sweeps.algorithms.apex.algorithm import ApexDQN as algo_class
+        super().__init__(algo_class=algo_class)
+        # --- Ape-X knobs (see `apex()`).
+        self.num_replay_buffer_shards = 4
+        self.max_weight_sync_delay = 400
+        self.exploration_epsilon_base = 0.4
+        self.exploration_alpha = 7.0
+        self.max_requests_in_flight_per_replay_shard = 4
+        self.replay_batches_per_request = 1
+        self.replay_shard_num_cpus = 0.0
+        self.compute_initial_priorities = True
+        self.idle_wait_s = 0.02
+        self.learner_torch_num_threads = "auto"
+        # --- DQN settings overridden as in old Ape-X.
+        self.n_step = 3
+        self.double_q = True
+        self.dueling = True
+        self.train_batch_size = 512
+        self.target_network_update_freq = 500_000
+        self.training_intensity = 1.0
+        self.num_steps_sampled_before_learning_starts = 50_000
+        self.replay_buffer_config = {
+            "type": ApexEpisodeReplayBuffer,
+            "capacity": 2_000_000,  # all shards together
+            "alpha": 0.6,
+            "beta": 0.4,
+            "priority_eps": 1e-6,
+            # Ape-X's replay lives in the shard actors, not in the driver.
+            "no_local_replay_buffer": True,
+        }
+        # --- env runners / reporting.
+        self.num_env_runners = 2
+        self.rollout_fragment_length = 50
+        self.max_requests_in_flight_per_env_runner = 2
+        self.min_time_s_per_iteration = 1
+        self.min_sample_timesteps_per_iteration = 0
+        # Exploration on training runners is each runner's fixed ε; the module-level default
+        # schedule is constant at the base value (used only if a runner cannot be told its ε).
+        self.epsilon = self.exploration_epsilon_base
+
+    def apex(
+        self,
+        *,
+        num_replay_buffer_shards: int = NotProvided,
+        max_weight_sync_delay: int = NotProvided,
+        exploration_epsilon_base: float = NotProvided,
+        exploration_alpha: float = NotProvided,
+        max_requests_in_flight_per_env_runner: int = NotProvided,
+        max_requests_in_flight_per_replay_shard: int = NotProvided,
+        replay_batches_per_request: int = NotProvided,
+        replay_shard_num_cpus: float = NotProvided,
+        compute_initial_priorities: bool = NotProvided,
+        idle_wait_s: float = NotProvided,
+        learner_torch_num_threads: int | str | None = NotProvided,
+    ) -> ApexDQNConfig:
+        """Ape-X specific settings.
+
+        Args:
+            num_replay_buffer_shards: Number of replay shard actors; runner i feeds shard
+                i % num_replay_buffer_shards. The replay capacity is split evenly.
+            max_weight_sync_delay: A runner gets the learner's latest weights once it has
+                returned this many env steps since its last sync.
+            exploration_epsilon_base: ε of Ape-X's per-actor schedule ε^(1 + α i/(N-1)).
+            exploration_alpha: α of that schedule.
+            max_requests_in_flight_per_env_runner: Sample requests queued per runner (>= 2
+                keeps a runner busy while its previous result travels back).
+            max_requests_in_flight_per_replay_shard: Replay-sample requests in flight per
+                shard (prefetching batches for the learner).
+            replay_batches_per_request: Train batches a shard returns per request (more
+                amortise the actor round trip on busy cores; their priorities are
+                read before the learner updates the earlier ones).
+            replay_shard_num_cpus: CPUs reserved per shard actor (0: shards are mostly idle
+                and share the cores with everything else).
+            compute_initial_priorities: Runners compute initial priorities (|n-step TD|) with
+                their local network (Ape-X); False adds new steps with the max priority.
+            idle_wait_s: Longest the driver blocks in ``ray.wait`` when nothing is ready.
+            learner_torch_num_threads: Torch intra-op threads of the driver process when the
+                learner is local and on CPU (``num_learners=0``, no GPU). "auto" (default):
+                ``num_cpus_for_main_process`` (1), so the learner does not oversubscribe the
+                cores the runners use (torch's default, one thread per core, made each update
+                ~10x slower on 2 busy cores); None leaves torch's setting alone.
+        """
+        if num_replay_buffer_shards is not NotProvided:
+            self.num_replay_buffer_shards = num_replay_buffer_shards
+        if max_weight_sync_delay is not NotProvided:
+            self.max_weight_sync_delay = max_weight_sync_delay
+        if exploration_epsilon_base is not NotProvided:
+            self.exploration_epsilon_base = exploration_epsilon_base
+            self.epsilon = exploration_epsilon_base
+        if exploration_alpha is not NotProvided:
+            self.exploration_alpha = exploration_alpha
+        if max_requests_in_flight_per_env_runner is not NotProvided:
+            self.max_requests_in_flight_per_env_runner = max_requests_in_flight_per_env_runner
+        if max_requests_in_flight_per_replay_shard is not NotProvided:
+            self.max_requests_in_flight_per_replay_shard = max_requests_in_flight_per_replay_shard
+        if replay_batches_per_request is not NotProvided:
+            self.replay_batches_per_request = replay_batches_per_request
+        if replay_shard_num_cpus is not NotProvided:
+            self.replay_shard_num_cpus = replay_shard_num_cpus
+        if compute_initial_priorities is not NotProvided:
+            self.compute_initial_priorities = compute_initial_priorities
+        if idle_wait_s is not NotProvided:
+            self.idle_wait_s = idle_wait_s
+        if learner_torch_num_threads is not NotProvided:
+            self.learner_torch_num_threads = learner_torch_num_threads
+        return self
+
+    @override(DQNConfig)
+    def training(self, **kwargs: Any) -> ApexDQNConfig:
+        """DQN's ``training()``; also accepts the keyword arguments of :meth:`apex`."""
+        apex_keys = set(inspect.signature(ApexDQNConfig.apex).parameters) - {"self"}
+        apex_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k in apex_keys}
+        super().training(**kwargs)
+        if apex_kwargs:
+            self.apex(**apex_kwargs)
+        return self
+
+    @override(DQNConfig)
+    def validate(self) -> None:
+        super().validate()
+        if not self.enable_rl_module_and_learner or not self.enable_env_runner_and_connector_v2:
+            self._value_error("ApexDQN runs on RLlib's new API stack only.")
+        if self.is_multi_agent:
+            self._value_error("ApexDQN supports single-agent envs only.")
+        if self.num_replay_buffer_shards < 1:
+            self._value_error("num_replay_buffer_shards must be >= 1.")
+        if self.max_weight_sync_delay < 0:
+            self._value_error("max_weight_sync_delay must be >= 0.")
+        if self.max_requests_in_flight_per_replay_shard < 1:
+            self._value_error("max_requests_in_flight_per_replay_shard must be >= 1.")
+        if self.batch_mode != "truncate_episodes" and not self.in_evaluation:
+            self._value_error("ApexDQN needs batch_mode='truncate_episodes'.")
+        if self.model_config.get("use_lstm") or self.model_config.get("use_attention"):
+            self._value_error("ApexDQN does not support stateful (recurrent) modules.")
+        if isinstance(self.n_step, tuple | list):
+            self._value_error("ApexDQN needs a fixed integer n_step.")
+        buffer_type = self.replay_buffer_config.get("type")
+        if isinstance(buffer_type, type) and not issubclass(buffer_type, ApexEpisodeReplayBuffer):
+            self._value_error("replay_buffer_config['type'] must subclass ApexEpisodeReplayBuffer.")
+
+    @override(DQNConfig)
+    def get_default_learner_class(self) -> type:
+        if self.framework_str != "torch":
+            raise ValueError("ApexDQN supports framework='torch' only.")
+        return ApexDQNTorchLearner
+
+    def replay_shard_buffer_class(self) -> type:
+        """The buffer class of each shard (string types map to ApexEpisodeReplayBuffer)."""
+        buffer_type = self.replay_buffer_config.get("type")
+        return buffer_type if isinstance(buffer_type, type) else ApexEpisodeReplayBuffer
+
+    def replay_shard_buffer_kwargs(self, shard_index: int) -> dict[str, Any]:
+        """Constructor kwargs of shard ``shard_index``'s buffer (capacity split evenly)."""
+        cfg = self.replay_buffer_config
+        capacity = max(int(cfg.get("capacity", 2_000_000)) // self.num_replay_buffer_shards, 1)
+        seed = None if self.seed is None else int(self.seed) * 1000 + shard_index
+        return {
+            "capacity": capacity,
+            "alpha": float(cfg.get("alpha", 0.6)),
+            "priority_eps": float(cfg.get("priority_eps", 1e-6)),
+            "seed": seed,
+        }
+
+
+def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
+    """Tuned small-problem settings (the cab MDP on 2 cores), updating ``config`` in place.
+
+    One actor with 8 vectorised envs (32-step fragments: 256 env steps per request) and one
+    shard; learning from 1,000 steps; a 50k replay; batch 64 at lr 1e-3; a replay ratio of 4
+    trained per sampled env step (the learner is the bottleneck on 2 cores; a higher ratio
+    needs fewer env steps *and* fewer updates here); target sync every 2,000 trained steps
+    (~31 updates); squared TD loss (returns are ~3,000: the Huber loss's unit-slope tails
+    learn that scale slowly). Time to a greedy 2,500: ``results/cabs/REPORT.md``; measure it
+    again with ``benchmarks/apex_cabs_bench.py``.
+    """
+    config = config or ApexDQNConfig()
+    return (
+        config.env_runners(
+            num_env_runners=1,
+            num_envs_per_env_runner=8,
+            rollout_fragment_length=32,
+            max_requests_in_flight_per_env_runner=2,
+        )
+        .apex(
+            num_replay_buffer_shards=1,
+            max_weight_sync_delay=256,
+            replay_batches_per_request=4,
+            max_requests_in_flight_per_replay_shard=2,
+        )
+        .training(
+            lr=1e-3,
+            gamma=0.99,
+            train_batch_size=64,
+            training_intensity=4.0,
+            target_network_update_freq=2000,
+            td_error_loss_fn="mse",
+            num_steps_sampled_before_learning_starts=1000,
+            replay_buffer_config={"capacity": 50_000},
+        )
+        .rl_module(model_config={"fcnet_hiddens": [256], "fcnet_activation": "relu"})
+        .reporting(min_time_s_per_iteration=0.5, min_sample_timesteps_per_iteration=0)
+    )
