@@ -6,6 +6,11 @@ How to run (2 cores; each run starts its own small Ray instance)
     python benchmarks/apex_cabs_bench.py --algo dqn          # RLlib DQN baseline, same harness
     python benchmarks/apex_cabs_bench.py --throughput        # env steps/s learning, 1 and 2 runners
     python benchmarks/apex_cabs_bench.py --env CabsRequests-v0 --target 2300
+    python benchmarks/apex_cabs_bench.py --set lr=3e-3 gamma=0.95 sgd_steps_per_learner_call=1
+
+Both algorithms start from their sweep file's tuned defaults (``sweeps/apex_cabs.py``,
+``sweeps/dqn_cabs.py``: the config every sweep and benchmark trial starts from); ``--set``
+overrides any config attribute, so a candidate default is tried here before it goes there.
 
 Time-to-target: training wall-clock (sum of ``algo.train()`` durations; Ray start-up, build and
 evaluation excluded) until the mean return of 5 greedy episodes (a fresh batch of start states
@@ -57,59 +62,41 @@ def greedy_return(module: Any, env_id: str, episodes: int, seed: int) -> float:
     return float(returns.mean())
 
 
+def _value(text: str) -> Any:
+    """A --set value: JSON (numbers, true/false, lists, strings in quotes) or a bare string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
-    from ray.rllib.algorithms.dqn import DQNConfig
+    """The sweep file's tuned defaults (``sweeps/<algo>_cabs.py``: the config a benchmark or
+    sweep trial starts from), evaluation off (greedy evaluation happens here), ``--set``
+    overrides on top."""
+    import importlib
 
-    from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
-    from sweeps.algorithms.masked_dqn import dqn_module_spec
+    import torch
 
-    model = {"fcnet_hiddens": args.hiddens, "fcnet_activation": "relu"}
-    if args.algo == "apex":
-        config = cabs_config(ApexDQNConfig())
-        config.env_runners(
-            num_env_runners=num_runners,
-            num_envs_per_env_runner=args.envs_per_runner,
-            rollout_fragment_length=args.fragment,
-        )
-        config.apex(num_replay_buffer_shards=args.shards, max_weight_sync_delay=args.sync_delay)
-        config.training(
-            lr=args.lr,
-            train_batch_size=args.batch,
-            training_intensity=args.intensity,
-            target_network_update_freq=args.target_freq,
-            num_steps_sampled_before_learning_starts=args.learning_starts,
-            td_error_loss_fn=args.loss,
-        )
-        config.apex(replay_batches_per_request=args.batches_per_request)
-        config.reporting(min_time_s_per_iteration=args.iter_s)
-    else:  # RLlib's DQN with the settings of the brief (sweeps/dqn_cabs.py defaults)
-        import torch
+    from envs import CABS_REQUESTS
+    from sweeps.cli import build_parser
 
-        # Fair to DQN: one torch thread in the driver (its learner), as ApexDQN sets for its
-        # local learner; torch's default (a thread per core) is ~10x slower on 2 busy cores.
-        torch.set_num_threads(1)
-        config = DQNConfig().training(
-            lr=args.lr,
-            gamma=0.99,
-            train_batch_size=64,
-            n_step=3,
-            target_network_update_freq=500,
-            num_steps_sampled_before_learning_starts=1000,
-            training_intensity=1.0,
-            epsilon=[(0, 1.0), (5000, 0.02)],
-            replay_buffer_config={
-                "type": "PrioritizedEpisodeReplayBuffer",
-                "capacity": 50_000,
-                "alpha": 0.6,
-                "beta": 0.4,
-            },
-        )
-        config.env_runners(num_env_runners=num_runners, rollout_fragment_length=32)
-        config.reporting(min_time_s_per_iteration=args.iter_s, min_sample_timesteps_per_iteration=0)
-    config.environment(args.env)
-    config.rl_module(rl_module_spec=dqn_module_spec(args.env, model))
-    config.debugging(seed=seed, log_level="ERROR")
-    return config.build()
+    module = importlib.import_module(f"sweeps.{args.algo}_cabs")
+    variant = "requests" if args.env == CABS_REQUESTS else "base"
+    argv = ["--variant", variant, "--num-env-runners", str(num_runners), "--seed", str(seed)]
+    if args.envs_per_runner is not None:
+        argv += ["--num-envs-per-env-runner", str(args.envs_per_runner)]
+    config = module.make_config(build_parser(module.SWEEP).parse_args(argv))
+    config.evaluation(evaluation_interval=None)
+    config.reporting(min_time_s_per_iteration=args.iter_s, min_sample_timesteps_per_iteration=0)
+    config.debugging(log_level="ERROR")
+    for key, value in args.set:
+        if not hasattr(config, key):
+            raise SystemExit(f"--set: {type(config).__name__} has no setting {key!r}")
+        config.update_from_dict({key: value})
+    # One torch thread for a learner in the driver, as a Tune trial gets (num_cpus=1).
+    torch.set_num_threads(1)
+    return config.build_algo()
 
 
 def learner_module(algo: Any) -> Any:
@@ -170,7 +157,6 @@ def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
     from sweeps.algorithms.apex import APEX_RESULTS
 
     args = argparse.Namespace(**{**vars(args), "envs_per_runner": args.throughput_envs})
-    args.fragment = 32
     algo = build(args, args.seeds[0], num_runners)
     try:
         # Warm up past the learning start, then measure over whole iterations.
@@ -208,20 +194,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--max-train-s", type=float, default=60.0)
     parser.add_argument("--eval-episodes", type=int, default=5)
-    parser.add_argument("--iter-s", type=float, default=0.25, help="min_time_s_per_iteration")
     parser.add_argument("--runners", type=int, default=1)
-    parser.add_argument("--envs-per-runner", type=int, default=8)
-    parser.add_argument("--fragment", type=int, default=32)
-    parser.add_argument("--shards", type=int, default=1)
-    parser.add_argument("--sync-delay", type=int, default=256)
-    parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--batch", type=int, default=64)
-    parser.add_argument("--intensity", type=float, default=4.0)
-    parser.add_argument("--target-freq", type=int, default=2000, help="trained env steps")
-    parser.add_argument("--loss", choices=("mse", "huber"), default="mse")
-    parser.add_argument("--batches-per-request", type=int, default=4)
-    parser.add_argument("--learning-starts", type=int, default=1000)
-    parser.add_argument("--hiddens", type=int, nargs="+", default=[256])
+    parser.add_argument(
+        "--envs-per-runner", type=int, default=None, help="default: the sweep file's"
+    )
+    parser.add_argument("--iter-s", type=float, default=0.25, help="min_time_s_per_iteration")
+    parser.add_argument(
+        "--set",
+        nargs="+",
+        default=[],
+        metavar="KEY=VALUE",
+        type=lambda kv: (kv.partition("=")[0], _value(kv.partition("=")[2])),
+        help="override a tuned default (an AlgorithmConfig attribute), e.g. lr=3e-3 gamma=0.95",
+    )
     parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")
     parser.add_argument("--throughput-s", type=float, default=10.0)
     parser.add_argument(

@@ -102,7 +102,8 @@ class ApexDQN(DQN):
         # Counters (driver side).
         self._sampled = 0
         self._trained = 0
-        self._num_updates = 0
+        self._num_updates = 0  # SGD steps
+        self._num_learner_calls = 0  # LearnerGroup.update calls
         self._num_weight_syncs = 0
         self._num_training_step_calls = 0
         self._idle_s = 0.0
@@ -124,7 +125,7 @@ class ApexDQN(DQN):
         self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
         self._stats_reqs: list[ray.ObjectRef] | None = None
         self._last_stats_t = 0.0
-        self._iter_snapshot = (0, 0, 0)
+        self._iter_snapshot = (0, 0, 0, 0)
         # Give every runner its fixed ε right away (the sample function re-applies it, which
         # also covers runners restarted after a failure).
         self._runner_epsilon = self.get_runner_epsilons()
@@ -357,27 +358,46 @@ class ApexDQN(DQN):
         self._replay_reqs = remaining
 
     def _train_from_queue(self) -> None:
-        # One update per training_step: between two updates the driver re-issues sample
-        # requests, so a long run of updates never leaves the runners without work.
-        if self._batch_queue and self._updates_due() >= 1:
-            self._update(*self._batch_queue.popleft())
+        # One learner call per training_step: between two calls the driver re-issues sample
+        # requests, so a long run of updates never leaves the runners without work. A call
+        # takes up to `sgd_steps_per_learner_call` queued batches, one SGD step each, so
+        # RLlib's per-call cost (batch conversion, metrics reduce) is paid once for all.
+        due = self._updates_due()
+        if not self._batch_queue or due < 1:
+            return
+        k = min(len(self._batch_queue), due, max(int(self.config.sgd_steps_per_learner_call), 1))
+        self._update([self._batch_queue.popleft() for _ in range(int(k))])
 
-    def _update(self, shard_index: int, batch: dict[str, np.ndarray]) -> None:
-        tree_idx, item_id = batch.pop(TREE_IDX), batch.pop(ITEM_ID)
-        n = len(batch[Columns.ACTIONS])
+    def _update(self, items: list[tuple[int, dict[str, np.ndarray]]]) -> None:
+        """One ``LearnerGroup.update`` over ``items`` ((shard index, batch) pairs): one SGD
+        step per batch, in order; the new |TD errors| go back to each batch's shard."""
+        origins = [(shard, b.pop(TREE_IDX), b.pop(ITEM_ID)) for shard, b in items]
+        batches = [b for _, b in items]
+        sizes = [len(b[Columns.ACTIONS]) for b in batches]
+        n = sum(sizes)
+        batch = batches[0]
+        if len(batches) > 1:
+            batch = {c: np.concatenate([b[c] for b in batches]) for c in batch}
         self._in_flight_at_update.append(
             self.env_runner_group.num_in_flight_async_reqs(tag=SAMPLE_TAG)
         )
         train_batch = MultiAgentBatch({DEFAULT_MODULE_ID: SampleBatch(batch)}, env_steps=n)
+        # Equal-sized batches (always, unless a custom buffer returns others) become the
+        # minibatches of one call, in order; otherwise one step on their union.
+        minibatch = sizes[0] if len(set(sizes)) == 1 and len(sizes) > 1 else None
         with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
             learner_results = self.learner_group.update(
                 batch=train_batch,
+                minibatch_size=minibatch,
+                num_epochs=1,
+                shuffle_batch_per_epoch=False,
                 timesteps={
                     NUM_ENV_STEPS_SAMPLED_LIFETIME: self._sampled,
                     NUM_ENV_STEPS_TRAINED_LIFETIME: self._trained + n,
                 },
             )
-        # As in DQN: isolate the TD errors (priorities) from the results.
+        # As in DQN: isolate the TD errors (priorities) from the results. With minibatches
+        # RLlib concatenates them ("item_series"), in the batch's row order.
         td_errors = []
         for result in learner_results:
             module_results = result.get(DEFAULT_MODULE_ID, {})
@@ -387,9 +407,19 @@ class ApexDQN(DQN):
         if td_errors:
             td = np.concatenate([np.asarray(t).reshape(-1) for t in td_errors])
             if len(td) == n:
-                self._shards[shard_index].update_priorities.remote(tree_idx, item_id, td)
+                self._send_priorities(origins, np.split(td, np.cumsum(sizes)[:-1]))
         self._trained += n
-        self._num_updates += 1
+        self._num_updates += len(batches) if minibatch else 1
+        self._num_learner_calls += 1
+
+    def _send_priorities(self, origins: list[tuple], td_parts: list[np.ndarray]) -> None:
+        """Fire-and-forget priority updates, one call per shard."""
+        by_shard: dict[int, list[tuple]] = defaultdict(list)
+        for (shard, tree_idx, item_id), td in zip(origins, td_parts, strict=True):
+            by_shard[shard].append((tree_idx, item_id, td))
+        for shard, parts in by_shard.items():
+            tree_idx, item_id, td = (np.concatenate(column) for column in zip(*parts, strict=True))
+            self._shards[shard].update_priorities.remote(tree_idx, item_id, td)
 
     # -- waiting and stats
 
@@ -406,8 +436,13 @@ class ApexDQN(DQN):
         self._last_stats_t = now
 
     def _iteration_metrics(self, iteration_s: float) -> dict[str, Any]:
-        sampled0, trained0, updates0 = self._iter_snapshot
-        self._iter_snapshot = (self._sampled, self._trained, self._num_updates)
+        sampled0, trained0, updates0, calls0 = self._iter_snapshot
+        self._iter_snapshot = (
+            self._sampled,
+            self._trained,
+            self._num_updates,
+            self._num_learner_calls,
+        )
         per_s = 1.0 / iteration_s if iteration_s > 0 else math.nan
         life_s = 1.0 / self._train_time_s if self._train_time_s > 0 else math.nan
         runner_keys = {rid: f"runner_{rid}" for rid in self._runner_epsilon}
@@ -433,6 +468,8 @@ class ApexDQN(DQN):
             "replay_ratio": self._trained / self._sampled if self._sampled else 0.0,
             "learner_updates_lifetime": self._num_updates,
             "learner_updates_per_s": (self._num_updates - updates0) * per_s,
+            "learner_calls_lifetime": self._num_learner_calls,
+            "learner_calls_per_s": (self._num_learner_calls - calls0) * per_s,
             "weight_syncs_lifetime": self._num_weight_syncs,
             "training_step_calls_lifetime": self._num_training_step_calls,
             "training_time_s": self._train_time_s,

@@ -45,6 +45,7 @@ class ApexDQNConfig(DQNConfig):
     replay_shard_num_cpus                     0             old RLlib (shards ``num_cpus=0``)
     compute_initial_priorities                True          paper; old ``worker_side_prio...``
     learner_torch_num_threads                 "auto"        new (see :meth:`apex`)
+    sgd_steps_per_learner_call                4             new (RLlib's per-call overhead)
     idle_wait_s                               0.02          new (driver never busy-spins)
     ========================================  ============  ===================================
 
@@ -75,6 +76,7 @@ class ApexDQNConfig(DQNConfig):
         self.compute_initial_priorities = True
         self.idle_wait_s = 0.02
         self.learner_torch_num_threads = "auto"
+        self.sgd_steps_per_learner_call = 4
         # --- DQN settings overridden as in old Ape-X.
         self.n_step = 3
         self.double_q = True
@@ -116,6 +118,7 @@ class ApexDQNConfig(DQNConfig):
         compute_initial_priorities: bool = NotProvided,
         idle_wait_s: float = NotProvided,
         learner_torch_num_threads: int | str | None = NotProvided,
+        sgd_steps_per_learner_call: int = NotProvided,
     ) -> ApexDQNConfig:
         """Ape-X specific settings.
 
@@ -143,6 +146,12 @@ class ApexDQNConfig(DQNConfig):
                 ``num_cpus_for_main_process`` (1), so the learner does not oversubscribe the
                 cores the runners use (torch's default, one thread per core, made each update
                 ~10x slower on 2 busy cores); None leaves torch's setting alone.
+            sgd_steps_per_learner_call: Most replay batches one ``LearnerGroup.update``
+                call trains on, one SGD step per batch (as minibatches, in order). RLlib's
+                per-call cost (batch conversion, metrics reduce) is several times the SGD
+                step of a small network, so a call of several steps trains more samples
+                per second (``results/cabs/PROFILE.md``); 1 = one step per call. The replay
+                ratio (``training_intensity``) is unchanged: a call takes only steps due.
         """
         if num_replay_buffer_shards is not NotProvided:
             self.num_replay_buffer_shards = num_replay_buffer_shards
@@ -167,6 +176,8 @@ class ApexDQNConfig(DQNConfig):
             self.idle_wait_s = idle_wait_s
         if learner_torch_num_threads is not NotProvided:
             self.learner_torch_num_threads = learner_torch_num_threads
+        if sgd_steps_per_learner_call is not NotProvided:
+            self.sgd_steps_per_learner_call = sgd_steps_per_learner_call
         return self
 
     @override(DQNConfig)
@@ -230,12 +241,14 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
     """Tuned small-problem settings (the cab MDP on 2 cores), updating ``config`` in place.
 
     One actor with 8 vectorised envs (32-step fragments: 256 env steps per request) and one
-    shard; learning from 1,000 steps; a 50k replay; batch 64 at lr 1e-3; a replay ratio of 4
-    trained per sampled env step (the learner is the bottleneck on 2 cores; a higher ratio
-    needs fewer env steps *and* fewer updates here); target sync every 2,000 trained steps
-    (~31 updates); squared TD loss (returns are ~3,000: the Huber loss's unit-slope tails
-    learn that scale slowly). Time to a greedy 2,500: ``results/cabs/REPORT.md``; measure it
-    again with ``benchmarks/apex_cabs_bench.py``.
+    shard; learning from 1,000 steps; a 50k replay; batch 64 at lr 3e-3, four SGD steps per
+    learner call; a replay ratio of 8 trained per sampled env step (the learner is the
+    bottleneck on 2 cores; a higher ratio needs fewer env steps *and* fewer updates here);
+    γ = 0.95 (a trip's own fare decides most of the greedy choice; γ = 0.99 learned slower and
+    less stably); target sync every 2,000 trained steps (~31 updates); squared TD loss
+    (returns are in the thousands: the Huber loss's unit-slope tails learn that scale slowly).
+    Time to a greedy 2,500: ``results/cabs/REPORT.md``; measure it again with
+    ``benchmarks/apex_cabs_bench.py``.
     """
     config = config or ApexDQNConfig()
     return (
@@ -250,12 +263,13 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
             max_weight_sync_delay=256,
             replay_batches_per_request=4,
             max_requests_in_flight_per_replay_shard=2,
+            sgd_steps_per_learner_call=4,
         )
         .training(
-            lr=1e-3,
-            gamma=0.99,
+            lr=3e-3,
+            gamma=0.95,
             train_batch_size=64,
-            training_intensity=4.0,
+            training_intensity=8.0,
             target_network_update_freq=2000,
             td_error_loss_fn="mse",
             num_steps_sampled_before_learning_starts=1000,
