@@ -33,7 +33,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from sweeps.cli import OneLineErrorParser, count, positive_float
+from sweeps.cli import count, positive_float
+from sweeps.common import OneLineErrorParser, UsageError, check_writable
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 
@@ -104,8 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse and check everything before the first run: bad input is one line and exit 2."""
-    from analysis.collect import UsageError, check_writable
-
     parser = build_parser()
     args = parser.parse_args(argv)
     args.out = args.out or f"results/{args.env}"

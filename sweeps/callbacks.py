@@ -17,6 +17,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import LEARNER_RESULTS
 
 from sweeps import keys
+from sweeps.common import number
 
 
 def _cab_optimum(env_id: Any, env_config: dict) -> float | None:
@@ -29,13 +30,6 @@ def _cab_optimum(env_id: Any, env_config: dict) -> float | None:
 
     variant = "requests" if env_id == envs.CABS_REQUESTS else "base"
     return float(optimum_value(variant, tm_seed=int(env_config.get("tm_seed", 0))))
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
 
 
 class SuiteCallbacks(RLlibCallback):
@@ -68,12 +62,12 @@ class SuiteCallbacks(RLlibCallback):
         wall = time.perf_counter() - self._t_start
         train_time = max(wall - self._eval_time_s, 1e-9)
 
-        env_steps = _number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
-        trained = _number(keys.get(result, keys.ENV_STEPS_TRAINED, math.nan))
-        greedy = _number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
+        env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
+        trained = number(keys.get(result, keys.ENV_STEPS_TRAINED, math.nan))
+        greedy = number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
         if not math.isnan(greedy):
             self._greedy_return = greedy
-        loss = _number(
+        loss = number(
             result.get(LEARNER_RESULTS, {}).get(DEFAULT_MODULE_ID, {}).get(Learner.TOTAL_LOSS_KEY)
         )
 

@@ -14,12 +14,10 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from sweeps.placement import UsageError
-
-if TYPE_CHECKING:
-    from sweeps.runner import Sweep
+from sweeps.common import OneLineErrorParser, UsageError
+from sweeps.sweep import Sweep
 
 # Flags whose values a sweep may override; every sweep shares this parser.
 SHARED_DEFAULTS: dict[str, Any] = {
@@ -69,11 +67,6 @@ SMOKE_DEFAULTS: dict[str, Any] = {
     "progress_interval_s": 5.0,
     "iteration_s": 1.0,
 }
-
-
-class OneLineErrorParser(argparse.ArgumentParser):
-    def error(self, message: str):  # one line, exit 2 (argparse prints usage too by default)
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
 def count(min_value: int) -> Callable[[str], int]:

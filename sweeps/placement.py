@@ -29,16 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweeps.common import UsageError
+
 # The custom resource a CPU worker node declares (``ray start --resources='{"cpu_worker": 1000}'``)
 # and each env runner's share of it: a marker, not a limit (CPUs are the limit).
 DEFAULT_ENV_RUNNER_RESOURCE = "cpu_worker"
 ENV_RUNNER_SHARE = 0.01
 STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")
 _MAX_TRIALS = 4096  # planning stops counting here
-
-
-class UsageError(Exception):
-    """Bad input: one clear line, exit code 2, nothing written."""
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,12 @@ Written atomically at start (status "running") and again at the end; analysis re
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sweeps.common import atomic_write_text
 from sweeps.placement import Plan
-
-SampleFn = Callable[[Any], dict[str, Any]]
+from sweeps.sweep import SampleFn
 
 
 def _git(*args: str) -> str | None:
@@ -110,6 +109,4 @@ def _jsonable(value: Any) -> Any:
 
 def write_record(path: Path, record: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(_jsonable(record), indent=2, sort_keys=True))
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(_jsonable(record), indent=2, sort_keys=True))

@@ -1,10 +1,8 @@
-"""The one shared runner: parse → validate → plan resources → Tune search → summary.
+"""The one shared runner: parse → plan → search → fit → summarise.
 
-A sweep file (``sweeps/<algo>_<env>.py``) states only what differs and hands a ``Sweep`` to
-``run()``: the algorithm config with tuned defaults, its Optuna search space (a zoo-style
-``sample_params(trial)`` function returning real config values), and its default budget. Everything
-else — the flags, Optuna/ASHA, placement, TensorBoard HParams, the run record, the summary and exit
-code — lives here, once.
+A sweep file (``sweeps/<algo>_<env>.py``) states only what differs and hands a ``Sweep``
+(``sweeps/sweep.py``) to ``run()``. Everything else — the flags, Optuna/ASHA, placement,
+TensorBoard HParams, the run record, the summary and exit code — lives here, once.
 """
 
 from __future__ import annotations
@@ -14,12 +12,10 @@ import datetime as dt
 import json
 import math
 import os
-import re
 import signal
 import sys
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +23,8 @@ from ray.tune.callback import Callback
 
 from sweeps import keys
 from sweeps.cli import build_parser, parse_args
-from sweeps.placement import UsageError, make_plan
+from sweeps.common import UsageError, dotted, error_line
+from sweeps.placement import Plan, make_plan
 from sweeps.placement import configure as configure_placement
 from sweeps.record import (
     git_commit,
@@ -37,36 +34,9 @@ from sweeps.record import (
     versions,
     write_record,
 )
+from sweeps.sweep import SampleFn, Sweep
 
-# ------------------------------------------------------------------------------------------------
-# What a sweep file provides
-# ------------------------------------------------------------------------------------------------
-
-SampleFn = Callable[[Any], dict[str, Any]]  # optuna.Trial -> {config key ("a/b" nested): value}
-ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned defaults)
-
-
-@dataclass(frozen=True)
-class Sweep:
-    """What differs between sweeps. ``defaults`` and ``smoke`` override the shared flags."""
-
-    name: str  # "dqn_cabs"
-    algo: str  # "dqn" | "apex" | "impala" | "appo"
-    env: str  # "cabs" | "pong"
-    make_config: ConfigFn
-    sample_params: SampleFn
-    defaults: dict[str, Any] = field(default_factory=dict)
-    smoke: dict[str, Any] = field(default_factory=dict)
-    description: str = ""
-    # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
-    extra_metrics: tuple[keys.Key, ...] = ()
-    # Called once in the driver before Tune starts (e.g. to register a custom trainable).
-    setup: Callable[[], None] | None = None
-
-
-# ------------------------------------------------------------------------------------------------
-# The run
-# ------------------------------------------------------------------------------------------------
+RECORD_FILE = "run.json"
 
 
 def _targets(sweep: Sweep, optimum: float | None) -> list[float]:
@@ -83,23 +53,51 @@ def _judged_by(sweep: Sweep) -> keys.Key:
     return keys.GREEDY_RETURN if sweep.env == "cabs" else keys.RETURN_MEAN
 
 
+def _experiment_dir(args: argparse.Namespace) -> Path:
+    return Path(args.storage_path).expanduser().resolve() / args.name
+
+
+# ------------------------------------------------------------------------------------------------
+# The run, in five steps
+# ------------------------------------------------------------------------------------------------
+
+
 def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
-    """Parse, validate, plan and run one sweep. Returns the process exit code."""
-    args = parse_args(sweep, argv)  # exits 2 on bad input, before Ray starts
+    """Run one sweep: parse → plan → search → fit → summarise. Returns the process exit code:
+    0, 1 (a trial errored, or --as-test missed its target), 2 (bad input), 130 (interrupted)."""
     _INTERRUPTED.clear()
+    try:
+        args, config = parse(sweep, argv)
+        placement = plan(sweep, args, config)
+        tuner, record = search(sweep, args, config, placement)
+    except UsageError as e:
+        print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
+        return 2
+    results = fit(tuner)
+    return summarise(sweep, args, results, record)
 
-    import ray
-    from ray import tune
-    from ray.tune.schedulers import FIFOScheduler
-    from ray.tune.search import BasicVariantGenerator
 
-    from envs import register_envs
-
+def parse(sweep: Sweep, argv: Sequence[str] | None) -> tuple[argparse.Namespace, Any]:
+    """The checked flags and the sweep's algorithm config (its tuned defaults), before Ray
+    starts. Bad flags exit 2 in the parser; a config the flags make invalid is a UsageError."""
+    args = parse_args(sweep, argv)
     try:
         config = sweep.make_config(args)
     except ValueError as e:  # e.g. an ill-typed env-config value
-        print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
-        return 2
+        raise UsageError(str(e)) from None
+    if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
+        config.reporting(
+            min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
+        )
+    return args, config
+
+
+def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
+    """Start (or join) Ray, fit the config's resources to the cluster and print the plan; a
+    UsageError when one trial cannot fit."""
+    import ray
+
+    from envs import register_envs
 
     if not ray.is_initialized():
         # Trial processes' own logs (RLlib's warnings) stay in the sweep folder's Ray logs unless
@@ -113,45 +111,65 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     register_envs()
     if sweep.setup is not None:
         sweep.setup()
+    # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
+    # CPU fallback for a GPU node without CUDA (sweeps/placement.py, sweeps/gpu.py).
+    configure_placement(config, args, ray.cluster_resources())
+    placement = make_plan(config.algo_class, config, args.max_concurrent_trials)
+    print(placement.describe(args.benchmark_seeds or args.num_samples), flush=True)
+    return placement
 
-    if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
-        config.reporting(
-            min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
-        )
-    algo_cls = config.algo_class
-    try:
-        # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
-        # CPU fallback for a GPU node without CUDA (sweeps/placement.py, sweeps/gpu.py).
-        configure_placement(config, args, ray.cluster_resources())
-        plan = make_plan(algo_cls, config, args.max_concurrent_trials)
-    except UsageError as e:
-        print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
-        return 2
-    print(plan.describe(args.benchmark_seeds or args.num_samples), flush=True)
 
-    optimum = None
-    if sweep.env == "cabs":
-        from envs.optimum import optimum_value
+def search(
+    sweep: Sweep, args: argparse.Namespace, config: Any, placement: Plan
+) -> tuple[Any, dict[str, Any]]:
+    """The Tuner (a resumed sweep: the one restored from its folder) and the run record,
+    written to the sweep folder. Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or
+    FIFO); benchmark mode: the tuned defaults once per seed, FIFO."""
+    from ray import tune
+    from ray.tune.schedulers import FIFOScheduler
+    from ray.tune.search import BasicVariantGenerator
 
-        optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
-
-    metric = stop_key = keys.flat(_judged_by(sweep))  # one signal searches, prunes and stops
-    env_steps = keys.flat(keys.ENV_STEPS)
-    experiment = Path(args.storage_path).expanduser().resolve() / args.name
-
+    experiment = _experiment_dir(args)
+    record_path = experiment / RECORD_FILE
+    metric = keys.flat(_judged_by(sweep))  # one signal searches, prunes and stops
     param_space = config.to_dict()
     if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
         seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
         param_space["seed"] = tune.grid_search(seeds)
+
+    if args.resume:
+        # The same config and param space as the first start (rebuilt from the recorded args);
+        # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
+        try:
+            tuner = tune.Tuner.restore(
+                str(experiment),
+                trainable=config.algo_class,
+                param_space=param_space,
+                resume_unfinished=True,
+                restart_errored=True,
+            )
+        except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
+            msg = error_line(f"{type(e).__name__}: {e}")
+            raise UsageError(f"cannot restore {experiment}: {msg}") from None
+        record = _resumed_record(record_path, args)
+        write_record(record_path, record)
+        return tuner, record
+
+    if args.benchmark_seeds:
         # The limit goes into the generator itself: Tune applies max_concurrent_trials only to
         # a Searcher (via ConcurrencyLimiter) and ignores it, with a warning, for a generator.
-        searcher = BasicVariantGenerator(max_concurrent=plan.concurrent)
+        searcher = BasicVariantGenerator(max_concurrent=placement.concurrent)
         num_samples = 1
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
     else:
         searcher = make_searcher(sweep, args, metric)
         num_samples = args.num_samples
-        scheduler, scheduler_info = _scheduler(args, metric, env_steps)
+        scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
+    stop = _stop_criteria(sweep, args)
+    record = _new_record(sweep, args, config, placement, stop, scheduler_info)
+    write_record(record_path, record)
+
+    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
 
     stop_reward = args.stop_reward
 
@@ -165,73 +183,14 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         reached = keys.get(result, _judged_by(sweep))
         return stop_reward is not None and reached is not None and reached >= stop_reward
 
-    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
-
-    progress = ProgressCallback(interval_s=args.progress_interval_s)
-    record = {
-        "sweep": sweep.name,
-        "algo": sweep.algo,
-        "env": sweep.env,
-        "variant": args.variant if sweep.env == "cabs" else None,
-        "env_id": config.env,
-        "kind": "benchmark" if args.benchmark_seeds else "sweep",
-        "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
-        "argv": args.argv,
-        "args": {k: v for k, v in vars(args).items() if k != "argv"},
-        "hyperparameters": sorted(k.replace("/", ".") for k in _sampled_keys(sweep.sample_params)),
-        "search_space": search_space_description(sweep.sample_params),
-        "base_config": config.to_dict(),
-        "metric": metric,
-        "mode": "max",
-        "stop": {
-            env_steps: args.stop_timesteps,
-            stop_key: stop_reward,
-            keys.flat(keys.TRAIN_TIME_S): args.stop_train_time_s,
-        },
-        "scheduler": scheduler_info,
-        "optimum": optimum,
-        "targets": _targets(sweep, optimum),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-        "versions": versions(),
-        "machine": machine(plan),
-        "plan": {"bundles": plan.bundles, "strategy": plan.strategy, "concurrent": plan.concurrent},
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "ended_at": None,
-        "status": "running",
-    }
-    record_path = experiment / "run.json"
-    if args.resume:
-        # The same config and param space as the first start (rebuilt from the recorded args);
-        # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
-        try:
-            tuner = tune.Tuner.restore(
-                str(experiment),
-                trainable=algo_cls,
-                param_space=param_space,
-                resume_unfinished=True,
-                restart_errored=True,
-            )
-        except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
-            msg = error_line(f"{type(e).__name__}: {e}")
-            print(
-                f"{build_parser(sweep).prog}: error: cannot restore {experiment}: {msg}",
-                file=sys.stderr,
-            )
-            return 2
-        record = _resumed_record(record_path, args)
-        write_record(record_path, record)
-        return _fit(tuner, sweep, args, record, record_path, experiment)
-    write_record(record_path, record)
-
     tuner = tune.Tuner(
-        algo_cls,
+        config.algo_class,
         param_space=param_space,
         tune_config=tune.TuneConfig(
             search_alg=searcher,
             scheduler=scheduler,
             num_samples=num_samples,
-            max_concurrent_trials=plan.concurrent,
+            max_concurrent_trials=placement.concurrent,
             time_budget_s=args.time_budget_s,
             reuse_actors=False,
             trial_name_creator=_trial_name,
@@ -247,7 +206,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
                     metric=_judged_by(sweep),
                     target=stop_reward if stop_reward is not None else max(record["targets"]),
                 ),
-                progress,
+                ProgressCallback(interval_s=args.progress_interval_s),
                 FailureLog(),
                 InterruptWatch(),
             ],
@@ -260,7 +219,184 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             verbose=0,
         ),
     )
-    return _fit(tuner, sweep, args, record, record_path, experiment)
+    return tuner, record
+
+
+def fit(tuner: Any) -> Any:
+    """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (Tune saves the experiment state and
+    ``_INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune took over."""
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(EXPERIMENT_STATE_PERIOD_S))
+    previous_int = signal.getsignal(signal.SIGINT)
+    previous_term = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum, frame):  # SIGTERM: behave like Ctrl-C (Tune saves and stops)
+        _INTERRUPTED.set()
+        signal.raise_signal(signal.SIGINT)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        return tuner.fit()
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune took over SIGINT
+        _INTERRUPTED.set()
+        return None
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
+
+
+def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict[str, Any]) -> int:
+    """Close the run record (status, failures, end time), print the best trial, the failures
+    and errors, and return the exit code."""
+    experiment = _experiment_dir(args)
+    interrupted = _INTERRUPTED.is_set()
+    errors = [] if results is None else [r for r in results if r.error is not None]
+    failures = read_failures(experiment)
+    record["failures"] = failures
+    record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if interrupted or results is None:
+        record["status"] = "interrupted"
+    else:
+        record["status"] = "failed" if errors else "finished"
+    write_record(experiment / RECORD_FILE, record)
+
+    print()
+    if results is None or len(results) == 0:
+        print(f"[sweep] no results; sweep folder: {experiment}")
+        return 130 if interrupted else 1
+    judged = _judged_by(sweep)
+    best = _best_trial(results, judged)
+    reached_any = False
+    for r in results:
+        m = r.metrics or {}
+        if args.stop_reward is not None and (keys.get(m, judged) or -math.inf) >= args.stop_reward:
+            reached_any = True
+    print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
+    if best is not None:
+        _print_best(best, record, keys.flat(judged))
+    for f in failures:
+        start = f.get("checkpoint_iteration", 0)
+        what = (
+            "not retried"
+            if not f["retried"]
+            else f"retried from its checkpoint at iteration {start}"
+            if start
+            else "retried from the start (no checkpoint yet)"
+        )
+        print(
+            f"[sweep] failure {f['failure']} of trial {f['trial']} (after iteration "
+            f"{f['iteration']}), {what}: {f['error']}"
+        )
+    for r in errors:
+        print(f"[sweep] ERROR in {Path(r.path).name}: {error_line(str(r.error))}")
+    print(f"[sweep] TensorBoard: tensorboard --logdir {experiment}")
+    if interrupted:
+        print(
+            f"[sweep] interrupted; continue with: "
+            f"python sweeps/{sweep.name}.py --resume {experiment}"
+        )
+        return 130
+    if errors:
+        return 1
+    if args.as_test and not reached_any:
+        print(f"[sweep] --as-test: no trial reached {keys.flat(judged)} >= {args.stop_reward}")
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# What the steps build: searcher, scheduler, stop criteria, run record
+# ------------------------------------------------------------------------------------------------
+
+
+def make_searcher(sweep: Sweep, args: argparse.Namespace, metric: str) -> Any:
+    """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
+    gives the same suggestions."""
+    import optuna
+    from ray.tune.search.optuna import OptunaSearch
+
+    sampler = (
+        optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
+        if args.search == "optuna"
+        else optuna.samplers.RandomSampler(seed=args.seed)
+    )
+    return OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
+
+
+def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
+    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+
+    if args.scheduler == "fifo":
+        return FIFOScheduler(), {"type": "fifo"}
+    info = {
+        "type": "asha",
+        "time_attr": env_steps,
+        "max_t": args.stop_timesteps,
+        "grace_period": min(args.grace_period, args.stop_timesteps),
+        "reduction_factor": args.reduction_factor,
+    }
+    scheduler = ASHAScheduler(
+        metric=metric,
+        mode="max",
+        **{k: v for k, v in info.items() if k != "type"},
+    )
+    return scheduler, info
+
+
+def _stop_criteria(sweep: Sweep, args: argparse.Namespace) -> dict[str, float | None]:
+    """A trial stops once any of these (flat result key: threshold) is reached; None: unset."""
+    return {
+        keys.flat(keys.ENV_STEPS): args.stop_timesteps,
+        keys.flat(_judged_by(sweep)): args.stop_reward,
+        keys.flat(keys.TRAIN_TIME_S): args.stop_train_time_s,
+    }
+
+
+def _new_record(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    config: Any,
+    placement: Plan,
+    stop: dict[str, float | None],
+    scheduler_info: dict[str, Any],
+) -> dict[str, Any]:
+    """The run record of a new sweep (``run.json``): how to reproduce it; analysis reads it."""
+    optimum = None
+    if sweep.env == "cabs":
+        from envs.optimum import optimum_value
+
+        optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
+    return {
+        "sweep": sweep.name,
+        "algo": sweep.algo,
+        "env": sweep.env,
+        "variant": args.variant if sweep.env == "cabs" else None,
+        "env_id": config.env,
+        "kind": "benchmark" if args.benchmark_seeds else "sweep",
+        "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
+        "argv": args.argv,
+        "args": {k: v for k, v in vars(args).items() if k != "argv"},
+        "hyperparameters": sorted(k.replace("/", ".") for k in _sampled_keys(sweep.sample_params)),
+        "search_space": search_space_description(sweep.sample_params),
+        "base_config": config.to_dict(),
+        "metric": keys.flat(_judged_by(sweep)),
+        "mode": "max",
+        "stop": stop,
+        "scheduler": scheduler_info,
+        "optimum": optimum,
+        "targets": _targets(sweep, optimum),
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+        "versions": versions(),
+        "machine": machine(placement),
+        "plan": {
+            "bundles": placement.bundles,
+            "strategy": placement.strategy,
+            "concurrent": placement.concurrent,
+        },
+        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "ended_at": None,
+        "status": "running",
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -343,19 +479,6 @@ def _last_error_line(error_file: str | None) -> str:
     return error_line(text)
 
 
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*: \S")
-
-
-def error_line(text: str) -> str:
-    """The telling line of a traceback: the last ``SomeError: message`` line (RLlib re-raises
-    env errors as a bare ``RuntimeError`` from the original), else the last line."""
-    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
-    with_message = [line for line in lines if _EXCEPTION_LINE.match(line)]
-    if with_message:
-        return with_message[-1]
-    return lines[-1] if lines else "(no error text)"
-
-
 def read_failures(experiment: Path) -> list[dict[str, Any]]:
     """The failures a sweep has logged so far (unreadable lines are skipped)."""
     out = []
@@ -386,63 +509,6 @@ def _resumed_record(record_path: Path, args) -> dict[str, Any]:
     return record
 
 
-def _fit(tuner, sweep, args, record, record_path, experiment) -> int:
-    """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (state saved, exit 130)."""
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(EXPERIMENT_STATE_PERIOD_S))
-    previous_int = signal.getsignal(signal.SIGINT)
-    previous_term = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):  # SIGTERM: behave like Ctrl-C (Tune saves and stops)
-        _INTERRUPTED.set()
-        signal.raise_signal(signal.SIGINT)
-
-    signal.signal(signal.SIGTERM, on_term)
-    try:
-        results = tuner.fit()
-    except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune took over SIGINT
-        _INTERRUPTED.set()
-        results = None
-    finally:
-        signal.signal(signal.SIGTERM, previous_term)
-        signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
-
-    return _finish(sweep, args, results, record, record_path, experiment, _INTERRUPTED.is_set())
-
-
-def make_searcher(sweep: Sweep, args: argparse.Namespace, metric: str) -> Any:
-    """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
-    gives the same suggestions."""
-    import optuna
-    from ray.tune.search.optuna import OptunaSearch
-
-    sampler = (
-        optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
-        if args.search == "optuna"
-        else optuna.samplers.RandomSampler(seed=args.seed)
-    )
-    return OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
-
-
-def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
-    from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
-
-    if args.scheduler == "fifo":
-        return FIFOScheduler(), {"type": "fifo"}
-    info = {
-        "type": "asha",
-        "time_attr": env_steps,
-        "max_t": args.stop_timesteps,
-        "grace_period": min(args.grace_period, args.stop_timesteps),
-        "reduction_factor": args.reduction_factor,
-    }
-    scheduler = ASHAScheduler(
-        metric=metric,
-        mode="max",
-        **{k: v for k, v in info.items() if k != "type"},
-    )
-    return scheduler, info
-
-
 def _sampled_keys(sample_params: SampleFn) -> list[str]:
     class Recorder:
         def suggest_float(self, name, low, high, **kw):
@@ -457,95 +523,38 @@ def _sampled_keys(sample_params: SampleFn) -> list[str]:
     return sorted(sample_params(Recorder()).keys())
 
 
-def _finish(sweep, args, results, record, record_path, experiment, interrupted) -> int:
-    errors = [] if results is None else [r for r in results if r.error is not None]
-    failures = read_failures(experiment)
-    record["failures"] = failures
-    record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    if interrupted or results is None:
-        record["status"] = "interrupted"
-    else:
-        record["status"] = "failed" if errors else "finished"
-    write_record(record_path, record)
-
-    print()
-    if results is None or len(results) == 0:
-        print(f"[sweep] no results; sweep folder: {experiment}")
-        return 130 if interrupted else 1
-    best = None
-    best_value = -math.inf
-    stop_key = _judged_by(sweep)
-    reached_any = False
+def _best_trial(results: Any, judged: keys.Key) -> Any:
+    """The trial with the highest final ``judged`` return; a trial without one (NaN or missing,
+    e.g. no greedy evaluation yet) counts with its final training return. None if no trial has
+    either."""
+    best, best_value = None, -math.inf
     for r in results:
         m = r.metrics or {}
-        value = keys.get(m, stop_key)
+        value = keys.get(m, judged)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             value = keys.get(m, keys.RETURN_MEAN)
         if value is not None and not math.isnan(value) and value > best_value:
             best, best_value = r, value
-        if (
-            args.stop_reward is not None
-            and (keys.get(m, stop_key) or -math.inf) >= args.stop_reward
-        ):
-            reached_any = True
-    print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
-    if best is not None:
-        m = best.metrics
-        print(f"[sweep] best trial: {Path(best.path).name}")
-        print(
-            f"[sweep]   return {_f(keys.get(m, keys.RETURN_MEAN))}, greedy "
-            f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
-            f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
-        )
-        print(f"[sweep]   {_time_to_target(best, keys.flat(stop_key), record['targets'][0])}")
-        pct = keys.get(m, keys.PCT_OF_OPTIMUM)
-        if pct is not None:
-            print(
-                f"[sweep]   greedy return = {_f(pct)}% of the exact optimum "
-                f"({record['optimum']:.1f})"
-            )
-        from sweeps.reporting import _short
-
-        hp = {h: _dotted(best.config, h) for h in record["hyperparameters"]}
-        print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
-    for f in failures:
-        start = f.get("checkpoint_iteration", 0)
-        what = (
-            "not retried"
-            if not f["retried"]
-            else f"retried from its checkpoint at iteration {start}"
-            if start
-            else "retried from the start (no checkpoint yet)"
-        )
-        print(
-            f"[sweep] failure {f['failure']} of trial {f['trial']} (after iteration "
-            f"{f['iteration']}), {what}: {f['error']}"
-        )
-    for r in errors:
-        print(f"[sweep] ERROR in {Path(r.path).name}: {error_line(str(r.error))}")
-    print(f"[sweep] TensorBoard: tensorboard --logdir {experiment}")
-    if interrupted:
-        print(
-            f"[sweep] interrupted; continue with: "
-            f"python sweeps/{sweep.name}.py --resume {experiment}"
-        )
-        return 130
-    if errors:
-        return 1
-    if args.as_test and not reached_any:
-        print(f"[sweep] --as-test: no trial reached {keys.flat(stop_key)} >= {args.stop_reward}")
-        return 1
-    return 0
+    return best
 
 
-def _dotted(config: dict, path: str) -> Any:
-    """A dotted hyperparameter from a config dict (RLlib stores some as ``_<name>``)."""
-    node: Any = config
-    for part in path.split("."):
-        if not isinstance(node, dict):
-            return None
-        node = node[part] if part in node else node.get(f"_{part}")
-    return node
+def _print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:
+    from sweeps.reporting import _short
+
+    m = best.metrics
+    print(f"[sweep] best trial: {Path(best.path).name}")
+    print(
+        f"[sweep]   return {_f(keys.get(m, keys.RETURN_MEAN))}, greedy "
+        f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
+        f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
+    )
+    print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
+    pct = keys.get(m, keys.PCT_OF_OPTIMUM)
+    if pct is not None:
+        optimum = record["optimum"]
+        print(f"[sweep]   greedy return = {_f(pct)}% of the exact optimum ({optimum:.1f})")
+    hp = {h: dotted(best.config, h) for h in record["hyperparameters"]}
+    print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
 
 
 def _time_to_target(result: Any, column: str, target: float) -> str:

@@ -1,0 +1,83 @@
+"""Small helpers shared by the sweeps and the analysis, written once.
+
+Standard library only (no Ray, torch or pandas), so that ``analysis/`` can import it without
+pulling in a trainer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+class UsageError(Exception):
+    """Bad input: one clear line, exit code 2, nothing written."""
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and exit code 2 (argparse prints the usage
+    too by default)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*: \S")
+
+
+def error_line(text: str) -> str:
+    """The telling line of a traceback: the last ``SomeError: message`` line (RLlib re-raises
+    env errors as a bare ``RuntimeError`` from the original), else the last line."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    with_message = [line for line in lines if _EXCEPTION_LINE.match(line)]
+    if with_message:
+        return with_message[-1]
+    return lines[-1] if lines else "(no error text)"
+
+
+def dotted(config: Mapping[str, Any], path: str) -> Any:
+    """A dotted hyperparameter (``"a.b"``) of a config dict or params.json; RLlib stores some
+    config keys as ``_<name>``, so ``b`` falls back to ``_b``. None when a part is missing."""
+    node: Any = config
+    for part in path.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node[part] if part in node else node.get(f"_{part}")
+    return node
+
+
+def number(value: Any) -> float:
+    """``value`` as a float; None, booleans and anything non-numeric are NaN."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through ``<path>.tmp`` and a rename: a reader (or a run killed
+    mid-write) never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written."""
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{path}: not writable")
+    parent = path
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{path}: cannot be created ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: not writable ({parent} is not writable)")

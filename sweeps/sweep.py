@@ -1,0 +1,37 @@
+"""What a sweep file provides: the ``Sweep`` description that the parser (``sweeps.cli``) and the
+runner (``sweeps.runner``) both read.
+
+A sweep file (``sweeps/<algo>_<env>.py``) states only what differs: the algorithm config with
+tuned defaults, its Optuna search space (a zoo-style ``sample_params(trial)`` function returning
+real config values), and its default budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sweeps import keys
+
+SampleFn = Callable[[Any], dict[str, Any]]  # optuna.Trial -> {config key ("a/b" nested): value}
+ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned defaults)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """What differs between sweeps. ``defaults`` and ``smoke`` override the shared flags."""
+
+    name: str  # "dqn_cabs"
+    algo: str  # "dqn" | "apex" | "impala" | "appo"
+    env: str  # "cabs" | "pong"
+    make_config: ConfigFn
+    sample_params: SampleFn
+    defaults: dict[str, Any] = field(default_factory=dict)
+    smoke: dict[str, Any] = field(default_factory=dict)
+    description: str = ""
+    # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
+    extra_metrics: tuple[keys.Key, ...] = ()
+    # Called once in the driver before Tune starts (e.g. to register a custom trainable).
+    setup: Callable[[], None] | None = None
