@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from analysis import collect, report
-from analysis.collect import UsageError
+from sweeps.common import OneLineErrorParser, UsageError
 
 COMMANDS = {
     "collect": (collect, "collect experiment folders into one tidy table (runs.csv)"),
@@ -15,15 +15,8 @@ COMMANDS = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """Bad input gets one line and exit code 2 (argparse adds the usage by default)."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
+    parser = OneLineErrorParser(
         prog="python -m analysis",
         description="Analysis of the suite's Ray Tune sweeps and benchmarks: it reads the run "
         "folders only (run.json, params.json, result.json), never trainer code.",

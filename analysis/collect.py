@@ -30,6 +30,8 @@ from typing import Any
 
 import pandas as pd
 
+from sweeps.common import UsageError, atomic_write_text, check_writable, dotted, number
+
 RUN_FILE = "run.json"
 PARAMS_FILE = "params.json"
 RESULT_FILE = "result.json"
@@ -117,10 +119,6 @@ WARNING_ITEMS = 5  # skipped items named in the warning line
 SORT_COLUMNS = ["env", "variant", "kind", "algo", "experiment", "trial_id", "training_iteration"]
 
 
-class UsageError(Exception):
-    """Bad command-line input: reported as one line on stderr, exit status 2."""
-
-
 @dataclass
 class Collection:
     """The tidy table and what was skipped while building it."""
@@ -201,32 +199,12 @@ def _read_object(path: Path) -> dict[str, Any]:
     return value
 
 
-def _number(value: Any) -> float:
-    """A finite-or-NaN float; anything non-numeric is NaN."""
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _first(*values: Any) -> float:
     for value in values:
-        number = _number(value)
-        if not math.isnan(number):
-            return number
+        x = number(value)
+        if not math.isnan(x):
+            return x
     return math.nan
-
-
-def _dotted(params: Mapping[str, Any], path: str) -> Any:
-    """A dotted hyperparameter of params.json (RLlib stores some config keys as ``_<name>``)."""
-    node: Any = params
-    for part in path.split("."):
-        if not isinstance(node, Mapping):
-            return None
-        node = node[part] if part in node else node.get(f"_{part}")
-    return node
 
 
 def _cell(value: Any) -> Any:
@@ -266,10 +244,10 @@ class _Experiment:
         from sweeps import keys
 
         step_keys = {keys.flat(keys.ENV_STEPS), keys.flat(keys.ENV_STEPS_SAMPLED)}
-        budgets = [_number(v) for k, v in self.stop.items() if k in step_keys]
+        budgets = [number(v) for k, v in self.stop.items() if k in step_keys]
         scheduler = self.scheduler
         if scheduler.get("time_attr") in step_keys:
-            budgets.append(_number(scheduler.get("max_t")))
+            budgets.append(number(scheduler.get("max_t")))
         budgets = [b for b in budgets if not math.isnan(b)]
         return min(budgets) if budgets else math.nan
 
@@ -282,7 +260,7 @@ class _Experiment:
         if scheduler.get("time_attr") and scheduler.get("max_t") is not None:
             criteria.setdefault(scheduler["time_attr"], scheduler["max_t"])
         for flat_key, limit in criteria.items():
-            value, limit = _number(keys.get(last, _split(flat_key))), _number(limit)
+            value, limit = number(keys.get(last, _split(flat_key))), number(limit)
             if not (math.isnan(value) or math.isnan(limit)) and value >= limit:
                 return True
         return False
@@ -306,19 +284,19 @@ class _Experiment:
             "mode": info.get("mode") or "max",
             "scheduler": self.scheduler.get("type") or "",
             "time_attr": self.scheduler.get("time_attr") or "",
-            "max_t": _number(self.scheduler.get("max_t")),
+            "max_t": number(self.scheduler.get("max_t")),
             "budget_env_steps": self.budget_env_steps(),
             "stop": json.dumps(self.stop, sort_keys=True),
-            "optimum": _number(info.get("optimum")),
-            "targets": json.dumps([_number(t) for t in targets]),
+            "optimum": number(info.get("optimum")),
+            "targets": json.dumps([number(t) for t in targets]),
             "command": command or "",
             "git_commit": info.get("git_commit") or "",
             "git_dirty": {True: "true", False: "false"}.get(info.get("git_dirty"), ""),
             "ray_version": versions.get("ray") or "",
             "torch_version": versions.get("torch") or "",
             "python_version": versions.get("python") or "",
-            "cpus": _number(machine.get("cpus")),
-            "gpus": _number(machine.get("gpus")),
+            "cpus": number(machine.get("cpus")),
+            "gpus": number(machine.get("gpus")),
             "cpu_model": machine.get("cpu_model") or "",
             "platform": machine.get("platform") or "",
             "started_at": info.get("started_at") or "",
@@ -340,14 +318,12 @@ def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
             except json.JSONDecodeError:
                 corrupt += 1
                 continue
-            if not isinstance(result, dict) or math.isnan(
-                _number(result.get("training_iteration"))
-            ):
+            if not isinstance(result, dict) or math.isnan(number(result.get("training_iteration"))):
                 corrupt += 1
                 continue
             results.append(result)
     # A restored trial re-reports iterations: keep the last report of each.
-    by_iteration = {int(_number(r["training_iteration"])): r for r in results}
+    by_iteration = {int(number(r["training_iteration"])): r for r in results}
     return [by_iteration[i] for i in sorted(by_iteration)], corrupt
 
 
@@ -355,33 +331,33 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
     from sweeps import keys
 
     env_steps = _first(keys.get(result, keys.ENV_STEPS), keys.get(result, keys.ENV_STEPS_SAMPLED))
-    eval_time = _number(keys.get(result, keys.EVAL_TIME_S))
-    total_time = _number(keys.get(result, keys.TIME_TOTAL_S))
+    eval_time = number(keys.get(result, keys.EVAL_TIME_S))
+    total_time = number(keys.get(result, keys.TIME_TOTAL_S))
     # Without the suite's clock, fall back to Tune's total minus the evaluation time it knows of.
     train_time = _first(
         keys.get(result, keys.TRAIN_TIME_S),
         total_time - (0.0 if math.isnan(eval_time) else eval_time),
     )
     greedy = _first(keys.get(result, keys.GREEDY_RETURN), keys.get(result, keys.EVAL_RETURN_MEAN))
-    pct = _number(keys.get(result, keys.PCT_OF_OPTIMUM))
+    pct = number(keys.get(result, keys.PCT_OF_OPTIMUM))
     if math.isnan(pct) and optimum and not math.isnan(optimum):
         pct = 100.0 * greedy / optimum
-    steps_per_s = _number(keys.get(result, keys.ENV_STEPS_PER_S))
+    steps_per_s = number(keys.get(result, keys.ENV_STEPS_PER_S))
     if math.isnan(steps_per_s) and train_time > 0:
         steps_per_s = env_steps / train_time
     return {
-        "training_iteration": _number(result.get("training_iteration")),
+        "training_iteration": number(result.get("training_iteration")),
         "env_steps": env_steps,
         "train_time_s": train_time,
         "eval_time_s": eval_time,
         "time_total_s": total_time,
-        "return_mean": _number(keys.get(result, keys.RETURN_MEAN)),
-        "return_min": _number(keys.get(result, keys.RETURN_MIN)),
-        "return_max": _number(keys.get(result, keys.RETURN_MAX)),
+        "return_mean": number(keys.get(result, keys.RETURN_MEAN)),
+        "return_min": number(keys.get(result, keys.RETURN_MIN)),
+        "return_max": number(keys.get(result, keys.RETURN_MAX)),
         "greedy_return": greedy,
         "pct_of_optimum": pct,
         "env_steps_per_s": steps_per_s,
-        "metric_value": _number(keys.get(result, _split(metric))) if metric else math.nan,
+        "metric_value": number(keys.get(result, _split(metric))) if metric else math.nan,
     }
 
 
@@ -439,11 +415,11 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
         env_config = params.get("env_config") if isinstance(params.get("env_config"), dict) else {}
         trial_cols = {
             "trial_id": str(results[-1].get("trial_id") or trial_dir.name),
-            "seed": _number(params.get("seed")),
-            "num_env_runners": _number(params.get("num_env_runners")),
-            "tm_seed": _number(env_config.get("tm_seed")),
+            "seed": number(params.get("seed")),
+            "num_env_runners": number(params.get("num_env_runners")),
+            "tm_seed": number(env_config.get("tm_seed")),
             "trial_status": status,
-            **{HP_PREFIX + h: _cell(_dotted(params, h)) for h in hyperparameters},
+            **{HP_PREFIX + h: _cell(dotted(params, h)) for h in hyperparameters},
         }
         for result in results:
             row = _iteration_row(result, experiment_cols["metric"], experiment_cols["optimum"])
@@ -509,9 +485,7 @@ def gather(inputs: Sequence[str]) -> Collection:
 
 def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
     """Write the table (atomically: a half-written runs.csv is never left behind)."""
-    tmp = path.with_name(path.name + ".tmp")
-    runs.to_csv(tmp, index=False, lineterminator="\n")
-    os.replace(tmp, path)
+    atomic_write_text(path, runs.to_csv(index=False, lineterminator="\n"))
 
 
 def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
@@ -521,19 +495,6 @@ def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     if missing:
         raise UsageError(f"{path}: not a runs table written by analysis (missing {missing[0]!r})")
     return tidy(frame)
-
-
-def check_writable(path: Path) -> None:
-    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written."""
-    if path.exists() and not os.access(path, os.W_OK):
-        raise UsageError(f"{path}: not writable")
-    parent = path
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise UsageError(f"{path}: cannot be created ({parent} is not a directory)")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"{path}: not writable ({parent} is not writable)")
 
 
 # --- CLI --------------------------------------------------------------------------------------

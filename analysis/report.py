@@ -24,15 +24,14 @@ import pandas as pd
 from analysis import plots, sections, summary, tables
 from analysis.collect import (
     RUNS_CSV,
-    UsageError,
     add_inputs,
-    check_writable,
     gather,
     read_runs_csv,
     write_runs_csv,
 )
 from analysis.fmt import slug
 from analysis.workload import Workload, workloads
+from sweeps.common import UsageError, atomic_write_text, check_writable
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
@@ -243,8 +242,6 @@ def run(args: argparse.Namespace) -> int:
         reference_note=note,
     )
     report = out / REPORT_FILE
-    tmp = report.with_name(report.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(report)
+    atomic_write_text(report, text)
     print(f"wrote {report} ({runs['experiment'].nunique()} experiments, {len(runs)} rows)")
     return 0
