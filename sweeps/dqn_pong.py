@@ -74,10 +74,14 @@ SWEEP = runner.Sweep(
         "grace_period": 500_000,
         "reduction_factor": 3,
         "num_env_runners": 1,
+        # Inference batched over 8 envs per runner: one env per runner paid RLlib's per-step
+        # cost (connectors, a module forward) for every single frame. The replay ratio
+        # (training_intensity) does not depend on it.
+        "num_envs_per_env_runner": 8,
         "eval_interval": 50,
         "eval_episodes": 1,
     },
-    smoke={"num_samples": 1, "stop_timesteps": 400},
+    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 2},
 )
 
 
