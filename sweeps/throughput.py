@@ -1,16 +1,23 @@
-"""Throughput benchmark: env steps/s sampled (and trained) per algorithm while learning.
+"""Throughput benchmark: env steps/s sampled and trained per algorithm while learning.
 
 How to run
 ----------
     python -m sweeps.throughput                                  # all cab algorithms, 60 s each
     python -m sweeps.throughput --algos impala,appo --seconds 30 --num-envs-per-env-runner 64
-    python -m sweeps.throughput --env pong --algos impala --seconds 60
+    python -m sweeps.throughput --env pong --seconds 20 --max-warmup-s 300 \\
+        --markdown results/pong/THROUGHPUT.md
+    python -m sweeps.throughput --env pong --num-env-runners 1,2,4,8,14   # scaling, on a big box
 
-Each algorithm is built from its sweep file's tuned defaults (the same config a sweep's trial
-starts from, evaluation off), trained for ``--seconds`` of wall-clock after a warm-up iteration, and
-measured from RLlib's own lifetime counters. Also printed: ``training_step`` calls per iteration
-(RLlib's ``num_training_step_calls_per_iteration``), which exposes a busy-spinning driver.
-This is a script, not a test: figures depend on the machine; quote them with the command.
+Each algorithm is built from its sweep file's tuned defaults (the config a sweep's trial starts
+from, evaluation off, one-second iterations as in benchmark mode), warmed up until its learner has
+trained (bounded by ``--max-warmup-s``: DQN and Ape-X sample tens of thousands of steps before
+learning starts), then trained for ``--seconds`` of wall-clock and measured from RLlib's lifetime
+counters. Trained steps are the learner's (replayed samples for DQN and Ape-X); a learner that
+never started is reported as such, never as 0/s. Before any algorithm, the same wrapped env is
+stepped with random actions in this process for ``--raw-env-s``: a runner's efficiency is its
+sampled steps/s over that raw rate. ``--num-env-runners 1,2,4`` gives a scaling table, which says
+when the machine has too few cores to show scaling. This is a script, not a test: figures depend
+on the machine and its load; quote them with the command (``--markdown`` writes both).
 """
 
 from __future__ import annotations
@@ -18,149 +25,358 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
+import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
-from ray.rllib.utils.metrics import NUM_TRAINING_STEP_CALLS_PER_ITERATION
+from sweeps import keys, perf_report
+from sweeps.benchmark import ALGOS, _algo_list, _int_list
+from sweeps.cli import count, positive_float
+from sweeps.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
 
-from sweeps import keys
 
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def build_parser(
+    prog: str = "python -m sweeps.throughput", doc: str = __doc__
+) -> OneLineErrorParser:
+    """The flags shared by ``sweeps.throughput`` and ``sweeps.profile``."""
+    p = OneLineErrorParser(
+        prog=prog,
+        description=doc.split("\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        allow_abbrev=False,
+    )
     p.add_argument("--env", choices=["cabs", "pong"], default="cabs", help="workload")
-    p.add_argument("--algos", default="dqn,apex,impala,appo", help="comma-separated algorithms")
-    p.add_argument("--seconds", type=float, default=60.0, help="measured wall-clock per algorithm")
-    p.add_argument("--num-env-runners", type=int, default=None, help="override the sweep default")
-    p.add_argument(
-        "--num-envs-per-env-runner", type=int, default=None, help="override the sweep default"
-    )
     p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
-    p.add_argument("--json", help="also write the figures to this JSON file")
     p.add_argument(
-        "--markdown", help="also write a generated Markdown report (command, machine, versions)"
+        "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
     )
-    return p.parse_args(argv)
+    p.add_argument(
+        "--seconds", type=positive_float, default=60.0, help="measured wall-clock per algorithm"
+    )
+    p.add_argument(
+        "--max-warmup-s",
+        type=positive_float,
+        default=120.0,
+        help="train at most this long before measuring, waiting for the learner to start",
+    )
+    p.add_argument(
+        "--raw-env-s",
+        type=positive_float,
+        default=3.0,
+        help="seconds of the single-process random-action loop giving the raw env rate",
+    )
+    p.add_argument(
+        "--num-env-runners",
+        type=_int_list,
+        default=None,
+        help="comma-separated env-runner counts (a scaling table); default: each sweep's own",
+    )
+    p.add_argument(
+        "--num-envs-per-env-runner", type=count(1), default=None, help="override the sweep default"
+    )
+    p.add_argument(
+        "--iteration-s",
+        type=positive_float,
+        default=1.0,
+        help="min wall-clock per training iteration (the time resolution of the measurement)",
+    )
+    p.add_argument("--json", help="also write the figures to this JSON file")
+    p.add_argument("--markdown", help="also write a generated Markdown report")
+    return p
 
 
-def measure(algo: str, args: argparse.Namespace) -> dict:
+def parse_args(
+    argv: Sequence[str] | None, parser: argparse.ArgumentParser | None = None
+) -> argparse.Namespace:
+    """Parse and check everything before Ray starts: bad input is one line and exit 2."""
+    parser = parser or build_parser()
+    args = parser.parse_args(argv)
+    for flag in ("json", "markdown"):
+        path = getattr(args, flag, None)
+        if path is None:
+            continue
+        target = Path(path).expanduser()
+        if target.is_dir():
+            parser.error(f"--{flag} {path}: is a folder, expected a file name")
+        try:  # an existing report is overwritten; otherwise its folder must be creatable
+            check_writable(target if not target.exists() else target.parent)
+        except UsageError as err:
+            parser.error(f"--{flag}: {err}")
+    return args
+
+
+# --------------------------------------------------------------------------------------------
+# Building and warming up one algorithm (shared with sweeps.profile)
+# --------------------------------------------------------------------------------------------
+
+
+def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any:
+    """The sweep file's tuned defaults for ``algo`` on ``args.env``, evaluation off."""
+    import ray
+
+    from sweeps.cli import build_parser as sweep_parser
+    from sweeps.placement import configure
+
     module = importlib.import_module(f"sweeps.{algo}_{args.env}")
-    sweep_argv = []
-    if args.env == "cabs":
-        sweep_argv += ["--variant", args.variant]
-    if args.num_env_runners is not None:
-        sweep_argv += ["--num-env-runners", str(args.num_env_runners)]
+    sweep_argv = ["--variant", args.variant] if args.env == "cabs" else []
+    if runners is not None:
+        sweep_argv += ["--num-env-runners", str(runners)]
     if args.num_envs_per_env_runner is not None:
         sweep_argv += ["--num-envs-per-env-runner", str(args.num_envs_per_env_runner)]
-    from sweeps.cli import build_parser
-
-    sweep_args = build_parser(module.SWEEP).parse_args(sweep_argv)
+    sweep_args = sweep_parser(module.SWEEP).parse_args(sweep_argv)
     if module.SWEEP.setup is not None:
         module.SWEEP.setup()
     config = module.make_config(sweep_args).evaluation(evaluation_interval=None)
+    config.reporting(
+        min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
+    )
+    # The learner on the GPU when the cluster has one, as in a sweep.
+    return configure(config, sweep_args, ray.cluster_resources())
+
+
+def sampled(result: Mapping[str, Any]) -> float:
+    return float(keys.get(result, keys.ENV_STEPS_SAMPLED) or 0)
+
+
+def trained(result: Mapping[str, Any]) -> float:
+    """Env steps the learner trained on, lifetime (replayed samples for DQN and Ape-X). Ape-X
+    counts its own (one per replayed row per SGD step); RLlib's learner counter counts a
+    several-batch learner call once per SGD step in it."""
+    own = keys.get(result, (keys.APEX, "env_steps_trained_lifetime"))
+    return float(own if own is not None else keys.get(result, keys.ENV_STEPS_TRAINED) or 0)
+
+
+def warm_up(algorithm: Any, max_warmup_s: float, min_iterations: int = 2) -> dict[str, Any]:
+    """Train until the learner has trained (and at least ``min_iterations``), at most
+    ``max_warmup_s``. Returns the last result, the seconds spent and whether learning started."""
+    t0 = time.perf_counter()
+    iterations = 0
+    while True:
+        result = algorithm.train()
+        iterations += 1
+        started = trained(result) > 0
+        elapsed = time.perf_counter() - t0
+        if (started and iterations >= min_iterations) or elapsed >= max_warmup_s:
+            return {"result": result, "seconds": elapsed, "started": started}
+
+
+def train_for(algorithm: Any, seconds: float) -> dict[str, Any]:
+    """Train for ``seconds`` of wall-clock (whole iterations); the last result and the time."""
+    t0 = time.perf_counter()
+    results = []
+    while time.perf_counter() - t0 < seconds:
+        results.append(algorithm.train())
+    return {"results": results, "seconds": time.perf_counter() - t0}
+
+
+def window_rates(
+    first: Mapping[str, Any], last: Mapping[str, Any], seconds: float
+) -> dict[str, float]:
+    """Sampled and trained env steps per second between two results."""
+    return {
+        "sampled_per_s": (sampled(last) - sampled(first)) / seconds,
+        "trained_per_s": (trained(last) - trained(first)) / seconds,
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The raw env rate
+# --------------------------------------------------------------------------------------------
+
+
+def make_env(env: str, variant: str) -> Any:
+    """The env exactly as an env runner's factory builds it (its wrappers included)."""
+    if env == "pong":
+        from envs.pong import make_pong
+
+        return make_pong()
+    from envs.cabs import CabsEnv
+
+    return CabsEnv({"requests": variant == "requests"})
+
+
+def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:
+    """Steps per second of one process stepping ``env`` with random actions (drawn in advance),
+    resetting at episode ends, for ``seconds``."""
+    env.action_space.seed(seed)
+    actions = [env.action_space.sample() for _ in range(4096)]
+    env.reset(seed=seed)
+    steps = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
+        steps += 1
+        if terminated or truncated:
+            env.reset()
+        if steps % 16 == 0 and time.perf_counter() >= deadline:
+            return steps / (time.perf_counter() - t0)
+
+
+def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> float | None:
+    """Sampled env steps/s per sampling process over the raw single-process env rate
+    (0 remote runners: the local runner samples, one process)."""
+    if not raw_per_s or raw_per_s <= 0 or not math.isfinite(sampled_per_s):
+        return None
+    return sampled_per_s / max(runners, 1) / raw_per_s
+
+
+# --------------------------------------------------------------------------------------------
+# One measured row
+# --------------------------------------------------------------------------------------------
+
+
+def measure(
+    algo: str, args: argparse.Namespace, runners: int | None, raw_per_s: float
+) -> dict[str, Any]:
+    from ray.rllib.utils.metrics import NUM_TRAINING_STEP_CALLS_PER_ITERATION
+
+    config = make_config(algo, args, runners)
     t0 = time.perf_counter()
     algorithm = config.build_algo()
     build_s = time.perf_counter() - t0
     try:
-        algorithm.train()  # warm-up: first iteration includes compilation, buffer warm-up
-        r0 = algorithm.train()
-        s0 = keys.get(r0, keys.ENV_STEPS_SAMPLED) or 0
-        n0 = keys.get(r0, keys.ENV_STEPS_TRAINED) or 0
-        t_start = time.perf_counter()
-        calls, iters, last = [], 0, r0
-        while time.perf_counter() - t_start < args.seconds:
-            last = algorithm.train()
-            iters += 1
-            calls.append(last.get(NUM_TRAINING_STEP_CALLS_PER_ITERATION, float("nan")))
-        elapsed = time.perf_counter() - t_start
-        sampled = (keys.get(last, keys.ENV_STEPS_SAMPLED) or 0) - s0
-        trained = (keys.get(last, keys.ENV_STEPS_TRAINED) or 0) - n0
-        return {
-            "algo": algo,
-            "env": args.env,
-            "num_env_runners": config.num_env_runners,
-            "num_envs_per_env_runner": config.num_envs_per_env_runner,
-            "build_s": round(build_s, 1),
-            "seconds": round(elapsed, 1),
-            "iterations": iters,
-            "env_steps_sampled_per_s": round(sampled / elapsed),
-            "env_steps_trained_per_s": round(trained / elapsed),
-            "training_step_calls_per_iter": round(sum(calls) / max(len(calls), 1), 1),
-            "return_mean": keys.get(last, keys.RETURN_MEAN),
-        }
+        warm = warm_up(algorithm, args.max_warmup_s)
+        window = train_for(algorithm, args.seconds)
     finally:
         algorithm.stop()
+    last = window["results"][-1]
+    rates = window_rates(warm["result"], last, window["seconds"])
+    calls = [r.get(NUM_TRAINING_STEP_CALLS_PER_ITERATION, math.nan) for r in window["results"]]
+    return make_row(
+        algo=algo,
+        env=args.env,
+        runners=config.num_env_runners,
+        envs_per_runner=config.num_envs_per_env_runner,
+        build_s=build_s,
+        warmup_s=warm["seconds"],
+        started_in_warmup=warm["started"],
+        seconds=window["seconds"],
+        iterations=len(window["results"]),
+        sampled_per_s=rates["sampled_per_s"],
+        trained_per_s=rates["trained_per_s"],
+        trained_lifetime=trained(last),
+        raw_per_s=raw_per_s,
+        step_calls_per_iter=float(sum(calls) / len(calls)),
+        return_mean=keys.get(last, keys.RETURN_MEAN),
+    )
+
+
+def make_row(
+    *,
+    algo: str,
+    env: str,
+    runners: int,
+    envs_per_runner: int,
+    build_s: float,
+    warmup_s: float,
+    started_in_warmup: bool,
+    seconds: float,
+    iterations: int,
+    sampled_per_s: float,
+    trained_per_s: float,
+    trained_lifetime: float,
+    raw_per_s: float,
+    step_calls_per_iter: float,
+    return_mean: float | None,
+) -> dict[str, Any]:
+    """One table row; ``trained_per_s`` is None (with a note) when the learner never trained."""
+    note = ""
+    if trained_lifetime <= 0:
+        trained_per_s_out: float | None = None
+        note = f"learning not started within {warmup_s + seconds:.0f} s"
+    else:
+        trained_per_s_out = trained_per_s
+        if not started_in_warmup:
+            note = "learning started during the measured window (trained/s understated)"
+    return {
+        "algo": algo,
+        "env": env,
+        "num_env_runners": runners,
+        "num_envs_per_env_runner": envs_per_runner,
+        "build_s": round(build_s, 1),
+        "warmup_s": round(warmup_s, 1),
+        "seconds": round(seconds, 1),
+        "iterations": iterations,
+        "env_steps_sampled_per_s": round(sampled_per_s, 1),
+        "env_steps_trained_per_s": None
+        if trained_per_s_out is None
+        else round(trained_per_s_out, 1),
+        "replay_ratio": (
+            None
+            if trained_per_s_out is None or sampled_per_s <= 0
+            else round(trained_per_s_out / sampled_per_s, 2)
+        ),
+        "sampled_per_s_per_runner": round(sampled_per_s / max(runners, 1), 1),
+        "raw_env_steps_per_s": round(raw_per_s, 1),
+        "runner_efficiency": runner_efficiency(sampled_per_s, runners, raw_per_s),
+        "training_step_calls_per_iter": round(step_calls_per_iter, 1),
+        "return_mean": return_mean,
+        "note": note,
+    }
+
+
+def write(path: str, text: str) -> None:
+    """Write a report (its folder created if needed; checked writable by ``parse_args``)."""
+    Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(Path(path).expanduser(), text)
+
+
+def start_ray(runner_counts: Sequence[int]) -> None:
+    """A local Ray with at least enough logical CPUs for the most runners plus the driver (on a
+    smaller machine they share cores; the report says so)."""
+    import ray
+
+    from envs import register_envs
+
+    ray.init(
+        num_cpus=max(os.cpu_count() or 1, max(runner_counts, default=0) + 1),
+        include_dashboard=False,
+        logging_level="ERROR",
+        log_to_driver=False,
+    )
+    register_envs()
+
+
+def command_line(prog: str, argv: Sequence[str] | None) -> str:
+    return f"python -m {prog} " + " ".join(sys.argv[1:] if argv is None else argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     import ray
 
-    from envs import register_envs
-
-    ray.init(include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    register_envs()
+    info = {**perf_report.machine(), "load_start": perf_report.load_average()}
+    print(f"[throughput] raw {args.env} env rate: stepping it for {args.raw_env_s:g} s ...")
+    raw_per_s = raw_env_rate(make_env(args.env, args.variant), args.raw_env_s)
+    print(f"[throughput] raw env rate {raw_per_s:,.0f} steps/s")
+    counts: list[int | None] = list(args.num_env_runners or [None])
+    start_ray([n for n in counts if n is not None])
     rows = []
-    for algo in [a.strip() for a in args.algos.split(",") if a.strip()]:
-        print(f"[throughput] {algo}_{args.env}: building and measuring {args.seconds:g} s ...")
-        row = measure(algo, args)
-        rows.append(row)
-        print("[throughput] " + json.dumps(row))
-    ray.shutdown()
-    header = ("algo", "runners", "envs/runner", "sampled/s", "trained/s", "step calls/iter")
-    print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
-    for r in rows:
-        print(
-            f"| {r['algo']} | {r['num_env_runners']} | {r['num_envs_per_env_runner']} | "
-            f"{r['env_steps_sampled_per_s']} | {r['env_steps_trained_per_s']} | "
-            f"{r['training_step_calls_per_iter']} |"
-        )
+    try:
+        for runners in counts:
+            for algo in args.algos:
+                label = f"{algo}_{args.env}" + ("" if runners is None else f" ({runners} runners)")
+                print(f"[throughput] {label}: building, warming up, measuring {args.seconds:g} s")
+                row = measure(algo, args, runners, raw_per_s)
+                rows.append(row)
+                print("[throughput] " + json.dumps(row), flush=True)
+    finally:
+        ray.shutdown()
+    info["load_end"] = perf_report.load_average()
+    print("\n" + "\n".join(perf_report.throughput_table(rows)))
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(rows, f, indent=2)
+        write(args.json, json.dumps({"machine": info, "rows": rows}, indent=2) + "\n")
     if args.markdown:
-        write_markdown(args.markdown, rows, argv)
-    return 0
-
-
-def write_markdown(path: str, rows: list[dict], argv: Sequence[str] | None) -> None:
-    """A generated throughput report: the table plus how and where it was measured."""
-    import datetime as dt
-    import os
-
-    from sweeps.record import git_commit, versions
-
-    cmd = "python -m sweeps.throughput " + " ".join(sys.argv[1:] if argv is None else argv)
-    lines = [
-        "<!-- Generated by `python -m sweeps.throughput --markdown`. Do not edit by hand. -->",
-        "",
-        f"# Throughput while learning: {rows[0]['env'] if rows else ''}",
-        "",
-        f"Command: `{cmd}`  ",
-        f"Machine: {os.cpu_count()} CPUs, no GPU; load average at the end "
-        f"{os.getloadavg()[0]:.2f}  ",
-        "Versions: " + ", ".join(f"{k} {v}" for k, v in sorted(versions().items())) + "  ",
-        f"Git commit: `{(git_commit() or 'unknown')[:12]}`  ",
-        f"Generated on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC.",
-        "",
-        "Each algorithm is built from its sweep file's tuned defaults (evaluation off), warmed up "
-        "for two iterations, then trained for the stated seconds; rates come from RLlib's "
-        "lifetime counters.",
-        "",
-        "| algorithm | env runners | envs/runner | env steps sampled/s | env steps trained/s "
-        "| training_step calls/iter | build s |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        lines.append(
-            f"| {r['algo']} | {r['num_env_runners']} | {r['num_envs_per_env_runner']} | "
-            f"{r['env_steps_sampled_per_s']:,} | {r['env_steps_trained_per_s']:,} | "
-            f"{r['training_step_calls_per_iter']} | {r['build_s']} |"
+        text = perf_report.throughput_markdown(
+            rows, info, command_line("sweeps.throughput", argv), args
         )
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        write(args.markdown, text)
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,0 +1,324 @@
+"""``python -m sweeps.throughput`` and ``python -m sweeps.profile`` without training anything:
+bad input is refused before Ray starts, and the figures they print (efficiency, replay ratio,
+"not started", scaling notes, timer shares) come out right from fake results. Their real runs
+are benchmarks, quoted in results/*/THROUGHPUT.md and PROFILE.md."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sweeps import perf_report, profile, throughput, timer_shares
+
+
+@pytest.fixture
+def nothing_runs(monkeypatch):
+    """Fail the test if a script gets as far as measuring the env or starting Ray."""
+
+    def boom(*args, **kwargs):
+        raise AssertionError("bad input reached the measurement")
+
+    monkeypatch.setattr(throughput, "raw_env_rate", boom)
+    monkeypatch.setattr(throughput, "start_ray", boom)
+
+
+def _refused(capsys, main, argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err  # one line
+    return err
+
+
+@pytest.mark.parametrize("main", [throughput.main, profile.main])
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--algos", "foo"], "unknown algorithm(s) ['foo']"),
+        (["--algos", "dqn,foo"], "unknown algorithm(s) ['foo']"),
+        (["--seconds", "0"], "must be a positive number"),
+        (["--max-warmup-s", "-1"], "must be a positive number"),
+        (["--num-env-runners", "1,x"], "expected comma-separated integers"),
+        (["--num-env-runners", "-1"], "expected non-negative integers"),
+        (["--num-envs-per-env-runner", "0"], "must be >= 1"),
+        (["--env", "atari"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, nothing_runs, main, argv, expected):
+    assert expected in _refused(capsys, main, argv)
+
+
+def test_markdown_into_a_folder_is_refused(capsys, nothing_runs, tmp_path):
+    err = _refused(capsys, throughput.main, ["--markdown", str(tmp_path)])
+    assert "is a folder" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_report_may_be_overwritten(tmp_path):
+    report = tmp_path / "THROUGHPUT.md"
+    report.write_text("old")
+    assert throughput.parse_args(["--markdown", str(report)]).markdown == str(report)
+    deeper = tmp_path / "new" / "folder" / "PROFILE.md"
+    assert profile.parse_args(["--markdown", str(deeper)]).markdown == str(deeper)
+
+
+def test_parse_args_defaults_and_lists():
+    args = throughput.parse_args(["--algos", "apex,dqn,apex", "--num-env-runners", "4,1,2,1"])
+    assert args.algos == ["apex", "dqn"]
+    assert args.num_env_runners == [1, 2, 4]
+    assert profile.parse_args([]).seconds == 20.0
+
+
+def test_trained_counter_prefers_apex_own_count():
+    rllib = {"learners": {"__all_modules__": {"num_env_steps_trained_lifetime": 400.0}}}
+    assert throughput.trained(rllib) == 400.0
+    assert throughput.trained({**rllib, "apex": {"env_steps_trained_lifetime": 100}}) == 100.0
+    assert throughput.trained({}) == 0.0
+
+
+def test_runner_efficiency():
+    assert throughput.runner_efficiency(1000.0, 2, 1000.0) == pytest.approx(0.5)
+    # 0 remote runners: the local runner is the one sampling process
+    assert throughput.runner_efficiency(300.0, 0, 1000.0) == pytest.approx(0.3)
+    assert throughput.runner_efficiency(300.0, 1, 0.0) is None
+
+
+def _row(**overrides):
+    values = dict(
+        algo="dqn",
+        env="pong",
+        runners=1,
+        envs_per_runner=1,
+        build_s=5.0,
+        warmup_s=100.0,
+        started_in_warmup=True,
+        seconds=20.0,
+        iterations=20,
+        sampled_per_s=400.0,
+        trained_per_s=1600.0,
+        trained_lifetime=5e4,
+        raw_per_s=1600.0,
+        step_calls_per_iter=3.0,
+        return_mean=-20.0,
+    )
+    values.update(overrides)
+    return throughput.make_row(**values)
+
+
+def test_row_rates_ratio_and_efficiency():
+    row = _row()
+    assert row["env_steps_trained_per_s"] == 1600.0
+    assert row["replay_ratio"] == pytest.approx(4.0)
+    assert row["runner_efficiency"] == pytest.approx(0.25)
+    assert row["note"] == ""
+
+
+def test_learning_not_started_is_said_never_zero():
+    row = _row(trained_lifetime=0.0, trained_per_s=0.0, started_in_warmup=False)
+    assert row["env_steps_trained_per_s"] is None
+    assert row["replay_ratio"] is None
+    assert row["note"] == "learning not started within 120 s"
+    table = "\n".join(perf_report.throughput_table([row]))
+    assert "learning not started within 120 s" in table
+    assert "| 0 |" not in table
+
+
+def test_learning_started_in_the_window_is_flagged():
+    row = _row(started_in_warmup=False)
+    assert row["env_steps_trained_per_s"] == 1600.0
+    assert "during the measured window" in row["note"]
+
+
+def test_table_scaling_column_only_with_several_runner_counts():
+    single = perf_report.throughput_table([_row(), _row(algo="impala", runners=0)])
+    assert "vs fewest runners" not in single[0]
+    rows = [
+        _row(algo="impala", runners=1, sampled_per_s=500.0),
+        _row(algo="impala", runners=2, sampled_per_s=900.0),
+        _row(algo="dqn", runners=1),
+    ]
+    table = perf_report.throughput_table(rows)
+    assert "vs fewest runners" in table[0]
+    body = table[2:]
+    assert [line.split(" | ")[0] for line in body] == ["| dqn", "| impala", "| impala"]
+    assert "1.80x" in body[2]
+    assert "| 28% |" in body[2]  # 900/s over 2 runners = 450/s per runner, raw 1,600/s
+
+
+def test_scaling_note_names_the_runner_counts_the_machine_cannot_show():
+    note = perf_report.scaling_note(2, [1, 2, 4])
+    assert "2 CPUs" in note and "2, 4" in note and "cannot show scaling" in note
+    assert perf_report.scaling_note(16, [1, 2, 4, 8, 14]) is None
+
+
+def test_markdown_names_machine_command_and_raw_rate():
+    import argparse
+
+    args = argparse.Namespace(env="pong", max_warmup_s=300.0, seconds=20.0, raw_env_s=3.0)
+    info = {"cpus": 2, "gpu": None, "cpu_model": "test CPU", "load_start": 1.5, "load_end": 2.5}
+    text = perf_report.throughput_markdown(
+        [_row(runners=1), _row(runners=2)], info, "python -m sweeps.throughput --env pong", args
+    )
+    assert "Command: `python -m sweeps.throughput --env pong`" in text
+    assert "2 CPUs (test CPU), GPU: none" in text
+    assert "1.50 at the start, 2.50 at the end" in text
+    assert "Raw env rate: 1,600 steps/s" in text
+    assert "cannot show scaling" in text
+
+
+class CountingEnv:
+    """A stand-in env: episodes of 10 steps."""
+
+    def __init__(self) -> None:
+        import gymnasium as gym
+
+        self.action_space = gym.spaces.Discrete(3)
+        self.t = self.resets = 0
+
+    def reset(self, seed=None):
+        self.t, self.resets = 0, self.resets + 1
+        return 0, {}
+
+    def step(self, action):
+        self.t += 1
+        return 0, 0.0, self.t >= 10, False, {}
+
+
+def test_raw_env_rate_steps_and_resets():
+    env = CountingEnv()
+    rate = throughput.raw_env_rate(env, 0.05)
+    assert rate > 1000 and env.resets > 1
+
+
+def test_raw_env_rate_of_the_cab_env():
+    assert throughput.raw_env_rate(throughput.make_env("cabs", "requests"), 0.05) > 0
+
+
+# --- profile -------------------------------------------------------------------------------
+
+
+def _result(**runner):
+    return {
+        "env_runners": {
+            "env_step_timer": 0.001,
+            "rlmodule_inference_timer": 0.002,
+            "env_to_module_connector": {
+                "connector_pipeline_timer": 0.0005,
+                "timers": {"connectors": {"numpy_to_tensor": 0.0002}},
+            },
+            "module_to_env_connector": {"connector_pipeline_timer": 0.0005},
+            "sample": 0.08,
+            "time_between_sampling": 0.02,
+            **runner,
+        },
+        "timers": {"training_step": 0.01, "learner_update_timer": 0.004, "mystery": 1.0},
+        "learners": {"__all_modules__": {"learner_connector": {"connector_pipeline_timer": 0.001}}},
+    }
+
+
+def test_runner_shares():
+    # 800 env steps/s per runner over 4 envs: 200 vector steps/s
+    rows = {r["stage"]: r for r in timer_shares.runner_breakdown(_result(), 800.0, 4)}
+    assert rows["env step"]["calls_per_s"] == pytest.approx(200)
+    assert rows["env step"]["share"] == pytest.approx(0.2)
+    assert rows["RLModule inference"]["share"] == pytest.approx(0.4)
+    assert rows["sample() total"]["share"] == pytest.approx(0.8)
+    outside = rows["outside sample() (waiting, transport, weight sync)"]
+    assert outside["share"] == pytest.approx(0.2)
+    # sample() is 80%; the four timed stages 0.2 + 0.1 + 0.4 + 0.1 = 80%; nothing else left
+    assert rows["rest of sample() (episode bookkeeping)"]["share"] == pytest.approx(0.0, abs=1e-9)
+    assert rows["· env_to_module_connector: numpy_to_tensor"]["share"] == pytest.approx(0.04)
+
+
+def test_driver_shares_use_the_algorithms_call_rates():
+    rate = {"iteration": 1, "training_step": 50, "update": 400, "learner_call": 100,
+            "sample_round": 2, "broadcast": 0}  # fmt: skip
+    rows = {r["stage"]: r for r in timer_shares.driver_breakdown("apex", _result(), rate)}
+    assert rows["timers/training_step"]["share"] == pytest.approx(0.5)
+    # Ape-X: one learner call trains several batches; its timer runs per call
+    assert rows["timers/learner_update_timer"]["share"] == pytest.approx(0.4)
+    assert rows["timers/mystery"]["share"] is None  # no known call rate: per-call time only
+    assert rows["timers/mystery"]["per_call_ms"] == pytest.approx(1000)
+    learner = rows["learner: learner_connector/connector_pipeline_timer"]
+    assert learner["share"] == pytest.approx(0.1)
+
+
+def test_apex_figures_are_window_differences():
+    def apex(idle, adds, add_s):
+        return {
+            "apex": {
+                "driver_idle_s_lifetime": idle,
+                "learner_updates_lifetime": 40 * idle,
+                "learner_calls_lifetime": 10 * idle,
+                "replay": {
+                    "shard_0": {"add_s_total": add_s, "add_calls": adds},
+                    "shard_1": {"add_s_total": add_s, "add_calls": adds},
+                },
+            }
+        }
+
+    rows = {
+        r["stage"]: r
+        for r in timer_shares.apex_driver_stages(apex(1.0, 10, 0.5), apex(3.0, 30, 2.5), 10.0)
+    }
+    assert rows["Ape-X driver idle (blocked in ray.wait)"]["share"] == pytest.approx(0.2)
+    assert rows["Ape-X learner updates (SGD steps)"]["calls_per_s"] == pytest.approx(8.0)
+    assert rows["Ape-X learner calls"]["calls_per_s"] == pytest.approx(2.0)
+    add = rows["Ape-X replay shard busy: add"]
+    assert add["share"] == pytest.approx(0.2)  # 2 s busy of 10 s, per shard
+    assert add["calls_per_s"] == pytest.approx(2.0)
+    assert add["per_call_ms"] == pytest.approx(100)
+
+
+def test_restarted_timers_are_running_means_of_new_calls_only():
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    logger = MetricsLogger()
+    for value in (100.0, 100.0):  # the build and warm-up
+        logger.log_value(("timers", "training_step"), value, reduce="ema")
+    logger.log_value("episode_return_mean", 5.0, reduce="ema")
+    assert timer_shares._restart(logger) == 1  # the timer, not the return
+    for value in (1.0, 2.0, 3.0):
+        logger.log_value(("timers", "training_step"), value, reduce="ema")
+    assert logger.peek(("timers", "training_step")) == pytest.approx(2.0)
+    reduced = logger.reduce(compile=True)
+    assert reduced["timers"]["training_step"] == pytest.approx(2.0)
+    logger.log_value(("timers", "training_step"), 6.0, reduce="ema")
+    assert logger.peek(("timers", "training_step")) == pytest.approx(3.0)  # across reduces
+
+
+def test_py_spy_top_functions():
+    raw = (
+        "<module> (a.py:1);f (/x/site-packages/torch/nn/linear.py:5) 30\n"
+        "<module> (a.py:1);g (envs/cabs.py:9) 10\n"
+        "<module> (a.py:1);f (/x/site-packages/torch/nn/linear.py:7) 10\n"
+    )
+    top, total = profile.top_functions(raw)
+    assert total == 50
+    assert top[0] == ("f (torch/nn/linear.py)", pytest.approx(0.8))
+    assert top[1] == ("g (envs/cabs.py)", pytest.approx(0.2))
+
+
+def test_profile_markdown_summary(monkeypatch):
+    import argparse
+
+    args = argparse.Namespace(env="cabs", max_warmup_s=60.0, seconds=20.0, raw_env_s=3.0)
+    info = {"cpus": 2, "gpu": None, "cpu_model": "x", "load_start": 1.0, "load_end": 1.0}
+    rate = {"iteration": 1, "training_step": 50, "update": 100, "learner_call": 100,
+            "sample_round": 2, "broadcast": 0}  # fmt: skip
+    p = {
+        "row": _row(env="cabs"),
+        "rates": rate,
+        "runner": timer_shares.runner_breakdown(_result(), 800.0, 4),
+        "driver": timer_shares.driver_breakdown("dqn", _result(), rate),
+        "py_spy": {"driver": ([("f (x.py)", 0.5)], 100)},
+        "fragment": 32,
+    }
+    text = perf_report.profile_markdown([p], info, "python -m sweeps.profile", args)
+    summary = next(line for line in text.splitlines() if line.startswith("| dqn |"))
+    assert "RLModule inference 40%" in summary
+    assert "timers/training_step" not in summary  # the total, not a cost of its own
+    assert "share of its 100 CPU samples" in text
+    assert math.isfinite(p["rates"]["update"])
