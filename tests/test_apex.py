@@ -100,6 +100,17 @@ def test_config_api_and_defaults():
     assert config.replay_shard_buffer_kwargs(0)["capacity"] == 2_000_000 // 2
 
 
+def test_sample_ahead_limit_resolves_and_validates():
+    config = ApexDQNConfig().env_runners(
+        num_env_runners=3, num_envs_per_env_runner=4, rollout_fragment_length=16
+    )
+    assert config.sample_ahead_limit() == 2 * 16 * 4 * 3  # "auto": two requests per runner
+    assert config.apex(max_env_steps_sampled_ahead=100).sample_ahead_limit() == 100
+    assert config.apex(max_env_steps_sampled_ahead=None).sample_ahead_limit() is None
+    with pytest.raises(ValueError, match="max_env_steps_sampled_ahead"):
+        config.apex(max_env_steps_sampled_ahead=-1).environment(CABS).validate()
+
+
 # ================================================================== replay buffer (pure)
 
 
@@ -474,6 +485,35 @@ class TestApexMechanics:
         apex = results[-1][APEX_RESULTS]
         assert apex["weight_syncs_lifetime"] > 0
         assert set(apex["weight_sync_lag_updates"]) == {"runner_1", "runner_2"}
+
+
+@pytest.mark.slow
+def test_runners_wait_for_a_slow_learner(ray_session):
+    """The replay ratio holds both ways: with the learner slowed down, sampling stays within
+    `max_env_steps_sampled_ahead` (plus the requests already in flight) of trained / ratio."""
+    intensity, per_request, in_flight = 2.0, 4 * 16, 2
+    algo = (
+        _small_config(runners=1)
+        .apex(num_replay_buffer_shards=1, max_env_steps_sampled_ahead=per_request)
+        .training(training_intensity=intensity, num_steps_sampled_before_learning_starts=200)
+        .build()
+    )
+    learner_update = algo.learner_group.update
+
+    def slow_update(*args, **kwargs):
+        time.sleep(0.2)
+        return learner_update(*args, **kwargs)
+
+    algo.learner_group.update = slow_update
+    try:
+        for _ in range(3):
+            apex = algo.train()[APEX_RESULTS]
+    finally:
+        algo.stop()
+    sampled, trained = apex["env_steps_sampled_lifetime"], apex["env_steps_trained_lifetime"]
+    assert trained > 0
+    assert sampled - trained / intensity <= per_request + in_flight * per_request
+    assert apex["replay_ratio"] >= 0.5 * intensity
 
 
 @pytest.mark.slow

@@ -78,16 +78,19 @@ class ApexDQN(DQN):
 
     @override(DQN)
     def setup(self, config: AlgorithmConfig) -> None:
+        # The replay shards start (and answer) before RLlib's setup, which ends with the
+        # `on_algorithm_init` callback: everything built here is start-up, never training
+        # time (a shard actor's worker process takes seconds to boot on a busy machine).
+        shard_cls = ray.remote(num_cpus=config.replay_shard_num_cpus)(ApexReplayShard)
+        buffer_cls = config.replay_shard_buffer_class()
+        self._shards = [
+            shard_cls.options(name=None).remote(buffer_cls, config.replay_shard_buffer_kwargs(i))
+            for i in range(config.num_replay_buffer_shards)
+        ]
+        ray.get([s.ping.remote() for s in self._shards])
         super().setup(config)
         cfg = self.config
         self._limit_learner_threads()
-        shard_cls = ray.remote(num_cpus=cfg.replay_shard_num_cpus)(ApexReplayShard)
-        buffer_cls = cfg.replay_shard_buffer_class()
-        self._shards = [
-            shard_cls.options(name=None).remote(buffer_cls, cfg.replay_shard_buffer_kwargs(i))
-            for i in range(cfg.num_replay_buffer_shards)
-        ]
-        ray.get([s.ping.remote() for s in self._shards])
         self._num_runners = self.env_runner_group.num_remote_env_runners()
         self._sample_fn = functools.partial(
             sample_and_store,
@@ -196,7 +199,8 @@ class ApexDQN(DQN):
         ``idle_wait_s``) only when none of that has anything to do."""
         self._num_training_step_calls += 1
         if self._num_runners == 0:
-            self._sample_locally()
+            if not self._sampling_ahead():
+                self._sample_locally()
             self._receive_batches(None)
             self._train_from_queue()
             self._request_replay()
@@ -249,7 +253,19 @@ class ApexDQN(DQN):
         self._updates_at_sync[runner_id] = self._num_updates
         self._num_weight_syncs += 1
 
+    def _sampling_ahead(self) -> bool:
+        """True while sampling is more than ``max_env_steps_sampled_ahead`` env steps ahead
+        of what the learner has trained at ``training_intensity``: runners then wait for
+        the learner (which then gets their cores), so the replay ratio holds both ways."""
+        limit = self.config.sample_ahead_limit()
+        intensity = self.config.training_intensity
+        if limit is None or not intensity or not self._learning_started():
+            return False
+        return self._sampled - self._trained / intensity > limit
+
     def _request_samples(self) -> None:
+        if self._sampling_ahead():
+            return
         for runner_id in self.env_runner_group.healthy_env_runner_ids():
             weights = self._weights_for(runner_id)
             sent = self.env_runner_group.foreach_env_runner_async(

@@ -46,6 +46,7 @@ class ApexDQNConfig(DQNConfig):
     compute_initial_priorities                True          paper; old ``worker_side_prio...``
     learner_torch_num_threads                 "auto"        new (see :meth:`apex`)
     sgd_steps_per_learner_call                4             new (RLlib's per-call overhead)
+    max_env_steps_sampled_ahead               "auto"        new (replay ratio held both ways)
     idle_wait_s                               0.02          new (driver never busy-spins)
     ========================================  ============  ===================================
 
@@ -77,6 +78,7 @@ class ApexDQNConfig(DQNConfig):
         self.idle_wait_s = 0.02
         self.learner_torch_num_threads = "auto"
         self.sgd_steps_per_learner_call = 4
+        self.max_env_steps_sampled_ahead = "auto"
         # --- DQN settings overridden as in old Ape-X.
         self.n_step = 3
         self.double_q = True
@@ -119,6 +121,7 @@ class ApexDQNConfig(DQNConfig):
         idle_wait_s: float = NotProvided,
         learner_torch_num_threads: int | str | None = NotProvided,
         sgd_steps_per_learner_call: int = NotProvided,
+        max_env_steps_sampled_ahead: int | str | None = NotProvided,
     ) -> ApexDQNConfig:
         """Ape-X specific settings.
 
@@ -152,6 +155,14 @@ class ApexDQNConfig(DQNConfig):
                 step of a small network, so a call of several steps trains more samples
                 per second (``results/cabs/PROFILE.md``); 1 = one step per call. The replay
                 ratio (``training_intensity``) is unchanged: a call takes only steps due.
+            max_env_steps_sampled_ahead: How far sampling may run ahead of the learner: no
+                new sample request goes out while env steps sampled exceed env steps trained
+                / ``training_intensity`` by more than this, so the replay ratio holds both
+                ways (the learner never trains less than asked because actors raced ahead;
+                on a small machine the waiting actors leave their cores to the learner).
+                "auto" (default): two requests' worth per runner (rollout fragment x envs
+                per runner x 2 x max(num_env_runners, 1)); None: actors never wait (old
+                Ape-X; the ratio is then only an upper bound).
         """
         if num_replay_buffer_shards is not NotProvided:
             self.num_replay_buffer_shards = num_replay_buffer_shards
@@ -178,6 +189,8 @@ class ApexDQNConfig(DQNConfig):
             self.learner_torch_num_threads = learner_torch_num_threads
         if sgd_steps_per_learner_call is not NotProvided:
             self.sgd_steps_per_learner_call = sgd_steps_per_learner_call
+        if max_env_steps_sampled_ahead is not NotProvided:
+            self.max_env_steps_sampled_ahead = max_env_steps_sampled_ahead
         return self
 
     @override(DQNConfig)
@@ -201,6 +214,9 @@ class ApexDQNConfig(DQNConfig):
             self._value_error("num_replay_buffer_shards must be >= 1.")
         if self.max_weight_sync_delay < 0:
             self._value_error("max_weight_sync_delay must be >= 0.")
+        ahead = self.max_env_steps_sampled_ahead
+        if not (ahead is None or ahead == "auto" or (isinstance(ahead, int) and ahead >= 0)):
+            self._value_error("max_env_steps_sampled_ahead must be 'auto', None or an int >= 0.")
         if self.max_requests_in_flight_per_replay_shard < 1:
             self._value_error("max_requests_in_flight_per_replay_shard must be >= 1.")
         if self.batch_mode != "truncate_episodes" and not self.in_evaluation:
@@ -218,6 +234,14 @@ class ApexDQNConfig(DQNConfig):
         if self.framework_str != "torch":
             raise ValueError("ApexDQN supports framework='torch' only.")
         return ApexDQNTorchLearner
+
+    def sample_ahead_limit(self) -> int | None:
+        """``max_env_steps_sampled_ahead`` in env steps ("auto" resolved; None: no limit)."""
+        limit = self.max_env_steps_sampled_ahead
+        if limit != "auto":
+            return None if limit is None else int(limit)
+        per_request = self.get_rollout_fragment_length() * self.num_envs_per_env_runner
+        return 2 * per_request * max(self.num_env_runners, 1)
 
     def replay_shard_buffer_class(self) -> type:
         """The buffer class of each shard (string types map to ApexEpisodeReplayBuffer)."""
