@@ -3,7 +3,10 @@
 Centre of the space: RLlib's ``tuned_examples/apex_dqn/pong-apex-dqn.yaml`` (Ray <= 2.5), which
 "reaches ~19 reward in < 40 minutes (3M env steps) on a p3.8xlarge": 4 workers × 8 envs,
 lr 5e-5, train batch 64, target update every 20k steps, replay 1M, γ 0.99, training intensity 16.
-Replay here is 200k per sweep default (observations are not compressed on the new stack).
+Replay here is 200k per sweep default (observations are not compressed on the new stack). The
+replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
+learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
+it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
 
 How to run
 ----------
@@ -37,7 +40,7 @@ def make_config(args: argparse.Namespace):
         train_batch_size=64,
         n_step=3,
         target_network_update_freq=20_000,
-        training_intensity=16.0,
+        training_intensity=1.0,
         num_steps_sampled_before_learning_starts=50_000,
         replay_buffer_config={"capacity": 200_000},
     )
@@ -52,7 +55,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
         "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
         "target_network_update_freq": 5000 * trial.suggest_categorical("hp/target_5k", [1, 2, 4]),
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
-        "training_intensity": trial.suggest_categorical("hp/training_intensity", [4, 8, 16]),
+        "training_intensity": trial.suggest_categorical("hp/training_intensity", [0.5, 1, 2, 4]),
         "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.4, 0.8),
     }
 
