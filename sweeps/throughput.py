@@ -334,6 +334,7 @@ def start_ray(runner_counts: Sequence[int]) -> None:
     from envs import register_envs
 
     ray.init(
+        address="local",  # a fresh local instance, never a cluster someone started here
         num_cpus=max(os.cpu_count() or 1, max(runner_counts, default=0) + 1),
         include_dashboard=False,
         logging_level="ERROR",
