@@ -35,18 +35,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sweeps import keys, runner, workloads
+from sweeps import dqn_family, keys, runner
 
 
 def make_config(args: argparse.Namespace):
     from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
 
     config = cabs_config(ApexDQNConfig())
-    config.training(n_step=3, double_q=True, dueling=True, epsilon=0.4)
-    masked = None
-    if args.variant == "requests":
-        from sweeps.algorithms.masked_dqn import MaskedDQNTorchRLModule as masked
-    return workloads.cabs(config, args, masked_module=masked, hiddens=(256,))
+    config.training(**dqn_family.EXTENSIONS, epsilon=0.4)
+    return dqn_family.cabs(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -54,10 +51,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
     return {
         "lr": trial.suggest_float("hp/lr", 3e-4, 1e-2, log=True),
         "gamma": 1.0 - one_minus_gamma,
-        "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
-        "target_network_update_freq": 2 ** trial.suggest_int("hp/log2_target_update", 7, 11),
-        "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
-        "replay_buffer_config/capacity": 10 ** trial.suggest_int("hp/log10_capacity", 4, 5),
+        **dqn_family.sample_cabs(trial),  # n-step, target period, train batch, replay capacity
         "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.3, 0.9),
         "replay_buffer_config/beta": trial.suggest_float("hp/priority_beta", 0.2, 0.8),
         "num_envs_per_env_runner": 2 ** trial.suggest_int("hp/log2_envs_per_actor", 2, 5),

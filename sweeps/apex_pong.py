@@ -28,22 +28,26 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sweeps import keys, runner, workloads
+from sweeps import dqn_family, keys, runner, workloads
+
+# The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
+# (sweeps/dqn_family.py).
+TUNED: dict[str, Any] = {
+    **dqn_family.EXTENSIONS,
+    "lr": 5e-5,
+    "gamma": 0.99,
+    "train_batch_size": 64,
+    "target_network_update_freq": 20_000,
+    "training_intensity": 1.0,
+    "num_steps_sampled_before_learning_starts": 50_000,
+    "replay_buffer_config": {"capacity": 200_000},
+}
 
 
 def make_config(args: argparse.Namespace):
     from sweeps.algorithms.apex import ApexDQNConfig
 
-    config = ApexDQNConfig().training(
-        lr=5e-5,
-        gamma=0.99,
-        train_batch_size=64,
-        n_step=3,
-        target_network_update_freq=20_000,
-        training_intensity=1.0,
-        num_steps_sampled_before_learning_starts=50_000,
-        replay_buffer_config={"capacity": 200_000},
-    )
+    config = ApexDQNConfig().training(**TUNED)
     config.apex(num_replay_buffer_shards=4, max_weight_sync_delay=400)
     config.env_runners(rollout_fragment_length=50)
     return workloads.pong(config, args)
@@ -67,17 +71,8 @@ SWEEP = runner.Sweep(
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],
-    defaults={
-        "num_samples": 4,
-        "stop_timesteps": 4_000_000,
-        "grace_period": 500_000,
-        "reduction_factor": 3,
-        "num_env_runners": 1,
-        "num_envs_per_env_runner": 8,
-        "eval_interval": 50,
-        "eval_episodes": 1,
-    },
-    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 2},
+    defaults={**dqn_family.PONG_DEFAULTS, "stop_timesteps": 4_000_000},
+    smoke=dqn_family.PONG_SMOKE,
     extra_metrics=keys.APEX_METRICS,
 )
 

@@ -24,34 +24,28 @@ from typing import Any
 
 from ray.rllib.algorithms.appo import APPOConfig
 
-from sweeps import runner, workloads
+from sweeps import runner, vtrace_family, workloads
+
+# RLlib's tuned pong_appo.py on top of what the V-trace family shares (sweeps/vtrace_family.py).
+TUNED: dict[str, Any] = {
+    **vtrace_family.PONG_TUNED,
+    "target_network_update_freq": 2,
+    "lr": 0.0005,
+    "vf_loss_coeff": 1.0,
+    "entropy_coeff": 0.01,
+    "circular_buffer_num_batches": 4,
+    "circular_buffer_iterations_per_batch": 2,
+}
 
 
 def make_config(args: argparse.Namespace) -> APPOConfig:
-    config = APPOConfig().training(
-        train_batch_size_per_learner=500,
-        target_network_update_freq=2,
-        lr=0.0005,
-        vf_loss_coeff=1.0,
-        entropy_coeff=0.01,
-        # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0
-        # made it call training_step ~11,000 times per iteration, stealing the runner's core).
-        timeout_s_sampler_manager=0.05,
-        broadcast_interval=5,
-        circular_buffer_num_batches=4,
-        circular_buffer_iterations_per_batch=2,
-    )
-    return workloads.pong(config, args)
+    return workloads.pong(APPOConfig().training(**TUNED), args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
+    """The V-trace family's Pong space plus APPO's clip and target-network period."""
     return {
-        "lr": trial.suggest_float("hp/lr", 1e-4, 2e-3, log=True),
-        "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 2e-3, 3e-2, log=True),
-        "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", 0.5, 1.0),
-        "rollout_fragment_length": 2 ** trial.suggest_int("hp/log2_fragment", 5, 7),
-        "train_batch_size_per_learner": 2 ** trial.suggest_int("hp/log2_train_batch", 8, 10),
-        "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
+        **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
     }
@@ -64,17 +58,8 @@ SWEEP = runner.Sweep(
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],
-    defaults={
-        "num_samples": 8,
-        "stop_timesteps": 10_000_000,
-        "grace_period": 1_000_000,
-        "reduction_factor": 3,
-        "num_env_runners": 1,
-        "num_envs_per_env_runner": 2,
-        "eval_interval": 20,
-        "eval_episodes": 1,
-    },
-    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 1},
+    defaults={**vtrace_family.PONG_DEFAULTS, "num_envs_per_env_runner": 2},
+    smoke=vtrace_family.PONG_SMOKE,
 )
 
 

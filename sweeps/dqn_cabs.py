@@ -25,39 +25,37 @@ from typing import Any
 
 from ray.rllib.algorithms.dqn import DQNConfig
 
-from sweeps import runner, workloads
+from sweeps import dqn_family, runner
+
+# Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small replay, fast
+# target updates, Rainbow's extensions (sweeps/dqn_family.py: n-step 3, double Q, dueling), γ = 0.95
+# at lr 3e-3 with a squared TD loss, ε annealed to 0.1 over 5k steps. γ = 0.99 at lr 1e-3 with the
+# Huber loss and ε down to 0.02 left 3 of 5 seeds stuck below a greedy 2,500
+# (``benchmarks/apex_cabs_bench.py --algo dqn``).
+TUNED: dict[str, Any] = {
+    **dqn_family.EXTENSIONS,
+    "lr": 3e-3,
+    "gamma": 0.95,
+    "train_batch_size": 64,
+    "target_network_update_freq": 500,
+    "num_steps_sampled_before_learning_starts": 1000,
+    "training_intensity": 1.0,
+    "epsilon": [(0, 1.0), (5000, 0.1)],
+    "td_error_loss_fn": "mse",
+    "replay_buffer_config": {
+        "type": "PrioritizedEpisodeReplayBuffer",
+        "capacity": 50_000,
+        "alpha": 0.6,
+        "beta": 0.4,
+    },
+}
 
 
 def make_config(args: argparse.Namespace) -> DQNConfig:
-    """Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small
-    replay, fast target updates, n-step 3, γ = 0.95 at lr 3e-3 with a squared TD loss, ε
-    annealed to 0.1 over 5k steps. γ = 0.99 at lr 1e-3 with the Huber loss and ε down to 0.02
-    left 3 of 5 seeds stuck below a greedy 2,500 (``benchmarks/apex_cabs_bench.py --algo dqn``)."""
-    config = DQNConfig().training(
-        lr=3e-3,
-        gamma=0.95,
-        train_batch_size=64,
-        n_step=3,
-        double_q=True,
-        dueling=True,
-        target_network_update_freq=500,
-        num_steps_sampled_before_learning_starts=1000,
-        training_intensity=1.0,
-        epsilon=[(0, 1.0), (5000, 0.1)],
-        td_error_loss_fn="mse",
-        replay_buffer_config={
-            "type": "PrioritizedEpisodeReplayBuffer",
-            "capacity": 50_000,
-            "alpha": 0.6,
-            "beta": 0.4,
-        },
-    )
+    config = DQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=32)
     config.reporting(min_sample_timesteps_per_iteration=1000)
-    masked = None
-    if args.variant == "requests":
-        from sweeps.algorithms.masked_dqn import MaskedDQNTorchRLModule as masked
-    return workloads.cabs(config, args, masked_module=masked, hiddens=(256,))
+    return dqn_family.cabs(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -68,11 +66,8 @@ def sample_params(trial: Any) -> dict[str, Any]:
     return {
         "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
         "gamma": 1.0 - one_minus_gamma,
-        "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
-        "target_network_update_freq": 2 ** trial.suggest_int("hp/log2_target_update", 7, 11),
-        "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
+        **dqn_family.sample_cabs(trial),  # n-step, target period, train batch, replay capacity
         "epsilon": [(0, 1.0), (eps_steps, eps_final)],
-        "replay_buffer_config/capacity": 10 ** trial.suggest_int("hp/log10_capacity", 4, 5),
         "double_q": trial.suggest_categorical("hp/double_q", [True, False]),
         "dueling": trial.suggest_categorical("hp/dueling", [True, False]),
     }

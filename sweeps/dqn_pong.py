@@ -24,28 +24,29 @@ from typing import Any
 
 from ray.rllib.algorithms.dqn import DQNConfig
 
-from sweeps import runner, workloads
+from sweeps import dqn_family, runner, workloads
+
+# Rainbow-style Atari settings with Rainbow's extensions (sweeps/dqn_family.py), replay scaled down.
+TUNED: dict[str, Any] = {
+    **dqn_family.EXTENSIONS,
+    "lr": 1e-4,
+    "gamma": 0.99,
+    "train_batch_size": 32,
+    "target_network_update_freq": 8000,
+    "num_steps_sampled_before_learning_starts": 20_000,
+    "training_intensity": 8.0,
+    "epsilon": [(0, 1.0), (250_000, 0.01)],
+    "replay_buffer_config": {
+        "type": "PrioritizedEpisodeReplayBuffer",
+        "capacity": 100_000,
+        "alpha": 0.5,
+        "beta": 0.4,
+    },
+}
 
 
 def make_config(args: argparse.Namespace) -> DQNConfig:
-    config = DQNConfig().training(
-        lr=1e-4,
-        gamma=0.99,
-        train_batch_size=32,
-        n_step=3,
-        double_q=True,
-        dueling=True,
-        target_network_update_freq=8000,
-        num_steps_sampled_before_learning_starts=20_000,
-        training_intensity=8.0,
-        epsilon=[(0, 1.0), (250_000, 0.01)],
-        replay_buffer_config={
-            "type": "PrioritizedEpisodeReplayBuffer",
-            "capacity": 100_000,
-            "alpha": 0.5,
-            "beta": 0.4,
-        },
-    )
+    config = DQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=4)
     return workloads.pong(config, args)
 
@@ -68,20 +69,8 @@ SWEEP = runner.Sweep(
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],
-    defaults={
-        "num_samples": 4,
-        "stop_timesteps": 3_000_000,
-        "grace_period": 500_000,
-        "reduction_factor": 3,
-        "num_env_runners": 1,
-        # Inference batched over 8 envs per runner: one env per runner paid RLlib's per-step
-        # cost (connectors, a module forward) for every single frame. The replay ratio
-        # (training_intensity) does not depend on it.
-        "num_envs_per_env_runner": 8,
-        "eval_interval": 50,
-        "eval_episodes": 1,
-    },
-    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 2},
+    defaults={**dqn_family.PONG_DEFAULTS, "stop_timesteps": 3_000_000},
+    smoke=dqn_family.PONG_SMOKE,
 )
 
 

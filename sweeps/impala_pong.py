@@ -25,35 +25,27 @@ from typing import Any
 
 from ray.rllib.algorithms.impala import IMPALAConfig
 
-from sweeps import runner, workloads
+from sweeps import runner, vtrace_family, workloads
+
+# RLlib's tuned pong_impala.py on top of what the V-trace family shares (sweeps/vtrace_family.py).
+TUNED: dict[str, Any] = {
+    **vtrace_family.PONG_TUNED,
+    "grad_clip": 40.0,
+    "grad_clip_by": "global_norm",
+    "lr": 0.007,
+    "vf_loss_coeff": 0.5,
+    "entropy_coeff": 0.008,
+}
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
-    config = IMPALAConfig().training(
-        train_batch_size_per_learner=500,
-        grad_clip=40.0,
-        grad_clip_by="global_norm",
-        lr=0.007,
-        vf_loss_coeff=0.5,
-        entropy_coeff=0.008,
-        # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0
-        # made it call training_step ~11,000 times per iteration, stealing the runner's core).
-        timeout_s_sampler_manager=0.05,
-        broadcast_interval=5,
-    )
+    config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=50)
     return workloads.pong(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    return {
-        "lr": trial.suggest_float("hp/lr", 1e-3, 1e-2, log=True),
-        "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 2e-3, 3e-2, log=True),
-        "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", 0.25, 1.0),
-        "rollout_fragment_length": 2 ** trial.suggest_int("hp/log2_fragment", 5, 7),
-        "train_batch_size_per_learner": 2 ** trial.suggest_int("hp/log2_train_batch", 8, 10),
-        "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
-    }
+    return vtrace_family.sample_pong(trial, lr=(1e-3, 1e-2), vf_loss_coeff=(0.25, 1.0))
 
 
 SWEEP = runner.Sweep(
@@ -63,17 +55,8 @@ SWEEP = runner.Sweep(
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],
-    defaults={
-        "num_samples": 8,
-        "stop_timesteps": 10_000_000,
-        "grace_period": 1_000_000,
-        "reduction_factor": 3,
-        "num_env_runners": 1,
-        "num_envs_per_env_runner": 5,
-        "eval_interval": 20,
-        "eval_episodes": 1,
-    },
-    smoke={"num_samples": 1, "stop_timesteps": 400, "num_envs_per_env_runner": 1},
+    defaults={**vtrace_family.PONG_DEFAULTS, "num_envs_per_env_runner": 5},
+    smoke=vtrace_family.PONG_SMOKE,
 )
 
 

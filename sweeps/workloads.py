@@ -2,7 +2,8 @@
 
 ``cabs(config, args)`` and ``pong(config, args)`` set the env, env runners, greedy evaluation,
 seeding and the suite's callbacks on any algorithm's config; a sweep file adds only its
-algorithm's training settings. Envs themselves live in ``envs/`` behind factories.
+algorithm's training settings. ``PONG_DEFAULTS`` / ``PONG_SMOKE`` are the sweep defaults every
+Pong sweep shares. Envs themselves live in ``envs/`` behind factories.
 """
 
 from __future__ import annotations
@@ -15,6 +16,12 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from sweeps.callbacks import SuiteCallbacks
+
+# Sweep defaults every Pong sweep starts from (a sweep file adds its own budget): sized up on a GPU
+# box with --num-env-runners, one greedy episode per evaluation (a Pong episode is thousands of
+# frames); --smoke runs one trial of a few hundred frames.
+PONG_DEFAULTS: dict[str, Any] = {"num_env_runners": 1, "reduction_factor": 3, "eval_episodes": 1}
+PONG_SMOKE: dict[str, Any] = {"num_samples": 1, "stop_timesteps": 400}
 
 
 def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:

@@ -1,0 +1,60 @@
+"""What DQN and Ape-X DQN share, written once: RLlib's DQN family on each workload.
+
+Ape-X is DQN's learner fed by many asynchronous actors through a sharded prioritized replay. The
+two share Rainbow's extensions, the cab network and its masking, part of the cab search space and
+the Pong budget; ``sweeps/dqn_<env>.py`` and ``sweeps/apex_<env>.py`` state the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+from sweeps import workloads
+
+# Rainbow's extensions that RLlib's DQN implements: double Q, dueling heads, 3-step returns.
+EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}
+
+
+# ------------------------------------------------------------------------------------------------
+# Cabs
+# ------------------------------------------------------------------------------------------------
+
+
+def cabs(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
+    """The cab workload for a DQN-family config: one hidden layer of 256 (two layers learned far
+    slower here), the Q-values of unavailable actions masked on the request variant."""
+    masked = None
+    if args.variant == "requests":
+        from sweeps.algorithms.masked_dqn import MaskedDQNTorchRLModule as masked
+    return workloads.cabs(config, args, masked_module=masked, hiddens=(256,))
+
+
+def sample_cabs(trial: Any) -> dict[str, Any]:
+    """The part of the cab search space both share: n-step, target-network period, train batch,
+    replay capacity; returns real config values."""
+    return {
+        "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
+        "target_network_update_freq": 2 ** trial.suggest_int("hp/log2_target_update", 7, 11),
+        "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
+        "replay_buffer_config/capacity": 10 ** trial.suggest_int("hp/log10_capacity", 4, 5),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# Pong: sized for a GPU box (the learner takes the GPU when the cluster has one).
+# ------------------------------------------------------------------------------------------------
+
+PONG_DEFAULTS: dict[str, Any] = {
+    **workloads.PONG_DEFAULTS,
+    "num_samples": 4,
+    "grace_period": 500_000,
+    # Inference batched over 8 envs per runner: one env per runner paid RLlib's per-step cost
+    # (connectors, a module forward) for every single frame. The replay ratio
+    # (training_intensity) does not depend on it.
+    "num_envs_per_env_runner": 8,
+    "eval_interval": 50,
+}
+PONG_SMOKE: dict[str, Any] = {**workloads.PONG_SMOKE, "num_envs_per_env_runner": 2}

@@ -1,0 +1,107 @@
+"""What IMPALA and APPO share, written once: RLlib's V-trace family on each workload.
+
+APPO is IMPALA's architecture (decoupled actors and learner, V-trace off-policy correction) with
+PPO's clipped surrogate and a target network. The two share their tuned defaults, the search space
+over them and the sweep budget; ``sweeps/impala_<env>.py`` and ``sweeps/appo_<env>.py`` state only
+what differs (APPO: the clip and the target network; on Pong, each one's RLlib-tuned lr and loss
+weights).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+
+from sweeps import workloads
+
+# Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0 made it
+# call training_step ~11,000 times per iteration, stealing the runner's core).
+SAMPLER_TIMEOUT_S = 0.05
+
+# ------------------------------------------------------------------------------------------------
+# Cabs: one trial = 1 driver/learner CPU + 1 env runner CPU with 64 vectorised envs (the per-step
+# overhead of RLlib, not the env, is the ceiling on the cab env).
+# ------------------------------------------------------------------------------------------------
+
+CABS_TUNED: dict[str, Any] = {
+    "lr": 1e-3,
+    "gamma": 0.99,
+    "train_batch_size_per_learner": 1024,
+    "entropy_coeff": 0.01,
+    "vf_loss_coeff": 0.5,
+    "grad_clip": 40.0,
+    "timeout_s_sampler_manager": SAMPLER_TIMEOUT_S,
+    "broadcast_interval": 1,
+}
+
+CABS_DEFAULTS: dict[str, Any] = {
+    "num_samples": 6,
+    "stop_timesteps": 600_000,
+    "grace_period": 100_000,
+    "reduction_factor": 3,
+    "time_budget_s": 840.0,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 64,
+}
+CABS_SMOKE: dict[str, Any] = {"stop_timesteps": 500}
+
+
+def cabs(
+    config: AlgorithmConfig, args: argparse.Namespace, *, masked_module: type
+) -> AlgorithmConfig:
+    """The cab workload for a V-trace config already holding its tuned training settings:
+    32-step fragments, iterations of at least 5 s, logits masked on the request variant."""
+    config.env_runners(rollout_fragment_length=32)
+    config.reporting(min_time_s_per_iteration=5)
+    return workloads.cabs(config, args, masked_module=masked_module)
+
+
+def sample_cabs(trial: Any) -> dict[str, Any]:
+    """The search space both share on cabs; returns real config values."""
+    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.05, log=True)
+    return {
+        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
+        "gamma": 1.0 - one_minus_gamma,
+        "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 1e-4, 0.05, log=True),
+        "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", 0.25, 1.0),
+        "rollout_fragment_length": 2 ** trial.suggest_int("hp/log2_fragment", 4, 7),
+        "train_batch_size_per_learner": 2 ** trial.suggest_int("hp/log2_train_batch", 9, 12),
+        "grad_clip": trial.suggest_categorical("hp/grad_clip", [10.0, 40.0, 100.0]),
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# Pong: centred on RLlib 2.60's tuned ``pong_impala.py`` / ``pong_appo.py``, sized for a GPU box.
+# ------------------------------------------------------------------------------------------------
+
+PONG_TUNED: dict[str, Any] = {
+    "train_batch_size_per_learner": 500,
+    "timeout_s_sampler_manager": SAMPLER_TIMEOUT_S,
+    "broadcast_interval": 5,
+}
+
+PONG_DEFAULTS: dict[str, Any] = {
+    **workloads.PONG_DEFAULTS,
+    "num_samples": 8,
+    "stop_timesteps": 10_000_000,
+    "grace_period": 1_000_000,
+    "eval_interval": 20,
+}
+PONG_SMOKE: dict[str, Any] = {**workloads.PONG_SMOKE, "num_envs_per_env_runner": 1}
+
+
+def sample_pong(
+    trial: Any, *, lr: tuple[float, float], vf_loss_coeff: tuple[float, float]
+) -> dict[str, Any]:
+    """The search space both share on Pong, around each one's own ``lr`` and ``vf_loss_coeff``
+    ranges (log-uniform and uniform); returns real config values."""
+    return {
+        "lr": trial.suggest_float("hp/lr", *lr, log=True),
+        "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 2e-3, 3e-2, log=True),
+        "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", *vf_loss_coeff),
+        "rollout_fragment_length": 2 ** trial.suggest_int("hp/log2_fragment", 5, 7),
+        "train_batch_size_per_learner": 2 ** trial.suggest_int("hp/log2_train_batch", 8, 10),
+        "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
+    }
