@@ -13,7 +13,8 @@ ASHA runs over env steps sampled: grace period 4,000 steps, reduction factor 3, 
 Results to expect
 -----------------
 On 2 cores the tuned defaults reach a greedy return of 2,500 (optimum 2,966 on the default city)
-within ~6k env steps (~35 s); see ``results/cabs/REPORT.md`` for measured time-to-reward.
+within a few thousand env steps on most seeds; some seeds take several times longer. Measured
+time-to-reward per seed: ``results/cabs/REPORT.md``.
 """
 
 from __future__ import annotations
@@ -60,11 +61,11 @@ def make_config(args: argparse.Namespace) -> DQNConfig:
 
 def sample_params(trial: Any) -> dict[str, Any]:
     """The search space, in the space that matters; returns real config values."""
-    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.05, log=True)
+    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.2, log=True)
     eps_steps = trial.suggest_categorical("hp/epsilon_decay_steps", [2000, 5000, 10000])
     eps_final = trial.suggest_float("hp/epsilon_final", 0.01, 0.1, log=True)
     return {
-        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
+        "lr": trial.suggest_float("hp/lr", 1e-4, 1e-2, log=True),
         "gamma": 1.0 - one_minus_gamma,
         **dqn_family.sample_cabs(trial),  # n-step, target period, train batch, replay capacity
         "epsilon": [(0, 1.0), (eps_steps, eps_final)],
