@@ -29,10 +29,8 @@ hours and next state; the env only indexes them, and :mod:`envs.optimum` solves 
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -70,12 +68,7 @@ MAX_REQUESTS = 15
 
 VARIANTS = ("base", "requests")
 
-_CONFIG_DEFAULTS: dict[str, Any] = {
-    "tm_seed": 0,
-    "requests": False,
-    "fail_at_step": None,
-    "fail_marker": None,
-}
+_CONFIG_DEFAULTS: dict[str, Any] = {"tm_seed": 0, "requests": False}
 
 
 # --------------------------------------------------------------------------- configuration
@@ -88,9 +81,8 @@ def _is_int(value: Any) -> bool:
 def validate_env_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check a cab env config and return it as a plain dict with defaults filled in.
 
-    Known keys: ``tm_seed`` (int >= 0, default 0), ``requests`` (bool, default False),
-    ``fail_at_step`` (int >= 1 or None) and ``fail_marker`` (file path or None). Attributes of
-    RLlib's ``EnvContext`` (``worker_index`` ...) are not keys and are ignored.
+    Known keys: ``tm_seed`` (int >= 0, default 0) and ``requests`` (bool, default False).
+    Attributes of RLlib's ``EnvContext`` (``worker_index`` ...) are not keys and are ignored.
 
     Raises:
         ValueError: on an unknown key or an ill-typed value, naming the key.
@@ -112,25 +104,7 @@ def validate_env_config(config: Mapping[str, Any] | None = None) -> dict[str, An
     requests = merged["requests"]
     if not isinstance(requests, bool | np.bool_):
         raise ValueError(f"cab env config 'requests' must be a bool, got {requests!r}")
-    fail_at_step = merged["fail_at_step"]
-    if fail_at_step is not None and (not _is_int(fail_at_step) or fail_at_step < 1):
-        raise ValueError(
-            f"cab env config 'fail_at_step' must be None or an int >= 1, got {fail_at_step!r}"
-        )
-    fail_marker = merged["fail_marker"]
-    if fail_marker is not None and (not isinstance(fail_marker, str | os.PathLike)):
-        raise ValueError(
-            f"cab env config 'fail_marker' must be None or a file path, got {fail_marker!r}"
-        )
-    if fail_marker is not None and not os.fspath(fail_marker):
-        raise ValueError("cab env config 'fail_marker' must not be an empty path")
-
-    return {
-        "tm_seed": int(tm_seed),
-        "requests": bool(requests),
-        "fail_at_step": None if fail_at_step is None else int(fail_at_step),
-        "fail_marker": None if fail_marker is None else os.fspath(fail_marker),
-    }
+    return {"tm_seed": int(tm_seed), "requests": bool(requests)}
 
 
 def is_request_variant(variant: str) -> bool:
@@ -246,30 +220,6 @@ def _observation_table(size: int) -> np.ndarray:
     return table
 
 
-# --------------------------------------------------------------------------- fault injection
-
-_process_steps = 0  # steps taken by all cab envs in this process
-_failure_injected = False  # the injected failure fires at most once per process
-
-
-def _inject_failure(fail_at_step: int, fail_marker: str | None) -> None:
-    """Raise the configured failure, once per process (and once overall with a marker)."""
-    global _failure_injected
-    if _failure_injected:
-        return
-    _failure_injected = True
-    if fail_marker is not None:
-        marker = Path(fail_marker)
-        if marker.exists():
-            return
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(f"cab env failure injected at process step {_process_steps}\n")
-    raise RuntimeError(
-        f"injected failure at step {_process_steps} (fail_at_step={fail_at_step}, "
-        f"pid={os.getpid()})"
-    )
-
-
 # --------------------------------------------------------------------------- the env
 
 
@@ -304,8 +254,6 @@ class CabsEnv(gym.Env):
         self.config = settings
         self.requests: bool = settings["requests"]
         self.city = city(settings["tm_seed"])
-        self._fail_at_step: int | None = settings["fail_at_step"]
-        self._fail_marker: str | None = settings["fail_marker"]
 
         self._reward, self._hours, self._next = _flat_tables(settings["tm_seed"])
         obs_size = REQUEST_OBS_SIZE if self.requests else OBS_SIZE
@@ -335,10 +283,6 @@ class CabsEnv(gym.Env):
         a = _action_index(action)
         if self._hours_used >= EPISODE_HOURS:
             raise RuntimeError("the cab episode is over (or never started): call reset()")
-        global _process_steps
-        _process_steps += 1
-        if self._fail_at_step is not None and _process_steps >= self._fail_at_step:
-            _inject_failure(self._fail_at_step, self._fail_marker)
         if a not in self._available:
             a = OFFLINE_ACTION
 

@@ -52,7 +52,6 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "iteration_s": None,
     "verbose": False,
     "resume": None,
-    "env_config_json": None,
 }
 
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
@@ -227,9 +226,6 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
             help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
         )
         c.add_argument("--tm-seed", type=count(0), help="seed of the city's travel-time matrix")
-        # Advanced, for fault-injection tests: extra cab env-config keys as a JSON object, e.g.
-        # '{"fail_at_step": 300, "fail_marker": "/tmp/failed-once"}' (see envs.cabs).
-        c.add_argument("--env-config-json", help=argparse.SUPPRESS)
 
     p.set_defaults(**{**SHARED_DEFAULTS, **sweep.defaults})
     return p
@@ -247,7 +243,6 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
                 setattr(args, key, value)
     if args.as_test and args.stop_reward is None:
         parser.error("--as-test needs --stop-reward")
-    args.env_config = _env_config(parser, args.env_config_json) if sweep.env == "cabs" else {}
     if args.name is None:
         args.name = f"{sweep.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if os.sep in args.name or args.name in {".", ".."}:
@@ -281,28 +276,6 @@ def _check_storage(storage: Path, name: str) -> None:
         existing = existing.parent
     if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
         raise UsageError(f"--storage-path {storage} cannot be written")
-
-
-def _env_config(parser: argparse.ArgumentParser, text: str | None) -> dict[str, Any]:
-    """--env-config-json: extra cab env-config keys, checked by the env's own validator."""
-    if text is None:
-        return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        parser.error(f"--env-config-json is not valid JSON ({e.msg})")
-    if not isinstance(value, dict):
-        parser.error(f"--env-config-json must be a JSON object, got {text!r}")
-    flagged = sorted({"tm_seed", "requests"} & set(value))
-    if flagged:
-        parser.error(f"--env-config-json: set {flagged} with --tm-seed / --variant instead")
-    from envs.cabs import validate_env_config  # numpy + gymnasium only: no Ray
-
-    try:
-        validate_env_config(value)
-    except ValueError as e:
-        parser.error(f"--env-config-json: {e}")
-    return value
 
 
 def read_resumable(sweep_name: str, path: Path) -> tuple[Path, dict[str, Any]]:
@@ -367,12 +340,4 @@ def _resume_args(
         resume=str(experiment),
         argv=list(sys.argv[1:] if argv is None else argv),
     )
-    if sweep.env == "cabs":
-        from envs.cabs import validate_env_config
-
-        merged["env_config"] = dict(merged.get("env_config") or {})
-        try:
-            validate_env_config(merged["env_config"])
-        except ValueError as e:
-            parser.error(f"--resume {args.resume}: recorded env config: {e}")
     return argparse.Namespace(**merged)

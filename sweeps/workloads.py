@@ -64,10 +64,8 @@ def cabs(
     from envs import env_id_for
     from envs.cabs import validate_env_config
 
-    # --env-config-json (fault injection) adds keys; the CLI has validated them already.
-    extra = getattr(args, "env_config", None) or {}
     requests = args.variant == "requests"
-    env_config = validate_env_config({**extra, "tm_seed": args.tm_seed, "requests": requests})
+    env_config = validate_env_config({"tm_seed": args.tm_seed, "requests": requests})
     config = _common(config, args).environment(env_id_for(args.variant), env_config=env_config)
     model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
     if args.variant == "requests" and masked_module is not None:

@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs
-from envs import cabs
+from envs import faulty
 from envs.cabs import (
     COST_PER_HOUR,
     MASK_START,
@@ -28,6 +28,7 @@ from envs.cabs import (
     state_from_observation,
     validate_env_config,
 )
+from envs.faulty import FaultyCabsEnv
 from envs.optimum import request_count_probabilities
 
 MONDAY, SATURDAY, SUNDAY = 0, 5, 6
@@ -265,10 +266,8 @@ def test_requested_rides_are_uniform() -> None:
         ({"tm_seed": 1.0}, "tm_seed"),
         ({"tm_seed": True}, "tm_seed"),
         ({"requests": "yes"}, "requests"),
-        ({"fail_at_step": 0}, "fail_at_step"),
-        ({"fail_at_step": "10"}, "fail_at_step"),
-        ({"fail_marker": 3}, "fail_marker"),
         ({"tm_sead": 1}, "tm_sead"),
+        ({"fail_at_step": 5}, "fail_at_step"),  # the test-only faulty env's key (envs.faulty)
     ],
 )
 def test_bad_config_raises_naming_the_key(config: dict, key: str) -> None:
@@ -281,12 +280,7 @@ def test_bad_config_raises_naming_the_key(config: dict, key: str) -> None:
 def test_config_sources_merge() -> None:
     from ray.rllib.env.env_context import EnvContext
 
-    assert validate_env_config(None) == {
-        "tm_seed": 0,
-        "requests": False,
-        "fail_at_step": None,
-        "fail_marker": None,
-    }
+    assert validate_env_config(None) == {"tm_seed": 0, "requests": False}
     context = EnvContext({"tm_seed": 4}, worker_index=2, num_workers=3)
     assert CabsEnv(context).config["tm_seed"] == 4
     assert CabsEnv({"tm_seed": 4}, tm_seed=5).config["tm_seed"] == 5
@@ -314,10 +308,18 @@ def test_numpy_actions_are_accepted(env: CabsEnv) -> None:
     env.step(np.uint8(5))
 
 
-def test_injected_failure_fires_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cabs, "_process_steps", 0)
-    monkeypatch.setattr(cabs, "_failure_injected", False)
-    env = CabsEnv(fail_at_step=5)
+# --------------------------------------------------------------------------- fault injection
+
+
+@pytest.fixture
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process in which no faulty env has stepped yet."""
+    monkeypatch.setattr(faulty, "_process_steps", 0)
+    monkeypatch.setattr(faulty, "_failure_injected", False)
+
+
+def test_injected_failure_fires_once(fresh_process: None) -> None:
+    env = FaultyCabsEnv(fail_at_step=5)
     env.reset(seed=0)
     for _ in range(4):
         env.step(0)
@@ -325,17 +327,17 @@ def test_injected_failure_fires_once(monkeypatch: pytest.MonkeyPatch) -> None:
         env.step(0)
     for _ in range(20):  # once per process, even for a new env
         env.step(0)
-    other = CabsEnv(fail_at_step=5)
+    other = FaultyCabsEnv(fail_at_step=5)
     other.reset(seed=0)
     other.step(0)
 
 
-def test_failure_marker_survives_a_restart(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_failure_marker_survives_a_restart(
+    fresh_process: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     marker = tmp_path / "sub" / "failed"
     config = {"fail_at_step": 3, "fail_marker": str(marker)}
-    monkeypatch.setattr(cabs, "_process_steps", 0)
-    monkeypatch.setattr(cabs, "_failure_injected", False)
-    env = CabsEnv(config)
+    env = FaultyCabsEnv(config)
     env.reset(seed=0)
     env.step(0)
     env.step(0)
@@ -343,12 +345,39 @@ def test_failure_marker_survives_a_restart(monkeypatch: pytest.MonkeyPatch, tmp_
         env.step(0)
     assert marker.exists()
     # A restarted worker: a fresh process counter, but the marker says it already failed.
-    monkeypatch.setattr(cabs, "_process_steps", 0)
-    monkeypatch.setattr(cabs, "_failure_injected", False)
-    env = CabsEnv(config)
+    monkeypatch.setattr(faulty, "_process_steps", 0)
+    monkeypatch.setattr(faulty, "_failure_injected", False)
+    env = FaultyCabsEnv(config)
     env.reset(seed=0)
     for _ in range(10):
         env.step(0)
+
+
+@pytest.mark.parametrize(
+    "config, key",
+    [
+        ({"fail_at_step": 0}, "fail_at_step"),
+        ({"fail_at_step": "10"}, "fail_at_step"),
+        ({"fail_at_step": True}, "fail_at_step"),
+        ({"fail_marker": 3}, "fail_marker"),
+        ({"fail_marker": ""}, "fail_marker"),
+        ({"fail_at_step": 5, "tm_sead": 1}, "tm_sead"),  # the cab env checks its own keys
+    ],
+)
+def test_faulty_env_bad_config_raises_naming_the_key(config: dict, key: str) -> None:
+    with pytest.raises(ValueError, match=key):
+        FaultyCabsEnv(config)
+
+
+def test_faulty_env_is_the_cab_env_until_it_fails(fresh_process: None) -> None:
+    faulty_env = FaultyCabsEnv(tm_seed=1, requests=True, fail_at_step=10**6)
+    env = CabsEnv(tm_seed=1, requests=True)
+    assert faulty_env.config == env.config
+    np.testing.assert_array_equal(faulty_env.reset(seed=3)[0], env.reset(seed=3)[0])
+    for action in [0, 7, 13, 24, 1]:
+        step_a, step_b = faulty_env.step(action), env.step(action)
+        np.testing.assert_array_equal(step_a[0], step_b[0])
+        assert step_a[1:4] == step_b[1:4]
 
 
 # --------------------------------------------------------------------------- registration

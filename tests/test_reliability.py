@@ -7,6 +7,7 @@ steps = 2 iterations) and share the session's Ray instance (subprocesses join it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -127,13 +129,6 @@ BAD_SWEEP_ARGS = {
     "non-numeric checkpoint freq": ["--checkpoint-freq", "often"],
     "unknown flag": ["--num-samplez", "3"],
     "abbreviated flag": ["--num-sample", "3"],
-    "env config not json": ["--env-config-json", "{fail_at_step: 3}"],
-    "env config not an object": ["--env-config-json", "[300]"],
-    "env config unknown key": ["--env-config-json", '{"fail_at_stop": 300}'],
-    "env config ill-typed": ["--env-config-json", '{"fail_at_step": "300"}'],
-    "env config bool as int": ["--env-config-json", '{"fail_at_step": true}'],
-    "env config zero step": ["--env-config-json", '{"fail_at_step": 0}'],
-    "env config has a flag": ["--env-config-json", '{"tm_seed": 2}'],
     "resume to nothing": ["--resume", "{tmp}/missing"],
     "resume to a file": ["--resume", "{tmp}/a-file"],
     "resume to an empty folder": ["--resume", "{tmp}/empty"],
@@ -185,22 +180,11 @@ def test_refusals_say_what_to_do(sweep_folders, capsys, no_ray):
         ("--resume", str(tmp / "empty")): "not a sweep folder",
         ("--resume", str(tmp / "never-started")): "no Tune experiment state",
         ("--resume", str(tmp / "interrupted"), "--seed", "3"): "drop --seed",
-        ("--env-config-json", '{"fail_at_stop": 1}'): "unknown cab env config key",
     }
     for argv, hint in cases.items():
         with pytest.raises(SystemExit):
             dqn_cabs.main(list(argv))
         assert hint in _one_error_line(capsys)
-
-
-def test_env_config_flag_is_cab_only(tmp_path, capsys, no_ray):
-    from sweeps import dqn_pong
-
-    with pytest.raises(SystemExit) as exc:
-        dqn_pong.main(["--storage-path", str(tmp_path / "runs"), "--env-config-json", "{}"])
-    assert exc.value.code == 2
-    _one_error_line(capsys)
-    assert not (tmp_path / "runs").exists()
 
 
 def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
@@ -227,18 +211,17 @@ def test_resume_rebuilds_the_recorded_arguments(tmp_path, no_ray):
 
     folder = _fake_sweep_folder(tmp_path / "old")
     record = _record(folder)
-    record["args"].update(num_samples=3, seed=7, address="10.0.0.1:6379", verbose=True)
-    record["args"]["env_config"] = {"fail_at_step": 30}
+    record["args"].update(num_samples=3, seed=7, tm_seed=2, address="10.0.0.1:6379", verbose=True)
     (folder / "run.json").write_text(json.dumps(record))
 
     args = parse_args(dqn_cabs.SWEEP, ["--resume", str(folder), "--progress-interval-s", "3"])
     assert args.resume == str(folder.resolve())
-    assert (args.num_samples, args.seed, args.env_config) == (3, 7, {"fail_at_step": 30})
+    assert (args.num_samples, args.seed, args.tm_seed) == (3, 7, 2)
     # Runtime flags come from this command line, not from the record.
     assert (args.address, args.verbose, args.progress_interval_s) == (None, False, 3.0)
     assert Path(args.storage_path) / args.name == folder.resolve()
     config = dqn_cabs.make_config(args)  # the same config as the first start
-    assert config.env_config["fail_at_step"] == 30
+    assert config.env_config["tm_seed"] == 2
 
 
 BAD_ANALYSIS_ARGS = {
@@ -293,21 +276,31 @@ def test_same_seed_same_suggestions(search, tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
-def _dqn_cabs(tmp_path: Path, *argv: str) -> tuple[int, Path]:
-    from sweeps import dqn_cabs
+def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Path]:
+    """dqn_cabs with its trials on the test-only ``FaultyCabs-v0`` (envs/faulty.py), which
+    raises at ``fail_at_step`` (optionally once over restarts, ``fail_marker``)."""
+    from envs import faulty
+    from sweeps import dqn_cabs, runner
 
+    def make_config(args):
+        config = dqn_cabs.make_config(args)
+        return config.environment(faulty.FAULTY_CABS, env_config={**config.env_config, **fault})
+
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config, setup=faulty.register)
     common = ["--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"]
     budget = ["--stop-timesteps", str(STOP), "--eval-episodes", "1", "--progress-interval-s", "600"]
-    return dqn_cabs.main([*common, *budget, *argv]), tmp_path / "exp"
+    return runner.run(sweep, [*common, *budget, *argv]), tmp_path / "exp"
 
 
 @pytest.mark.slow
 def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_session):
     marker = tmp_path / "failed-once"
     # Step 1,500 of the trial process: in the second iteration, after the first checkpoint.
-    env_config = json.dumps({"fail_at_step": 1500, "fail_marker": str(marker)})
-    rc, experiment = _dqn_cabs(
-        tmp_path, "--checkpoint-freq", "1", "--max-failures", "2", "--env-config-json", env_config
+    rc, experiment = _faulty_dqn_cabs(
+        tmp_path,
+        *("--checkpoint-freq", "1", "--max-failures", "2"),
+        fail_at_step=1500,
+        fail_marker=str(marker),
     )
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -329,9 +322,7 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
 
 @pytest.mark.slow
 def test_trial_that_keeps_failing_fails_the_sweep(tmp_path, capsys, ray_session):
-    rc, experiment = _dqn_cabs(
-        tmp_path, "--max-failures", "0", "--env-config-json", '{"fail_at_step": 50}'
-    )
+    rc, experiment = _faulty_dqn_cabs(tmp_path, "--max-failures", "0", fail_at_step=50)
     out = capsys.readouterr().out
     assert rc == 1
     assert re.search(r"ERROR in DQN_\w+: RuntimeError: injected failure at step 50", out), out
