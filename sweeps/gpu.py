@@ -23,7 +23,7 @@ import logging
 from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
-from ray.train._internal.worker_group import RayTrainWorker
+from ray.train._internal.worker_group import RayTrainWorker  # private: see _GlooWithoutCuda
 
 logger = logging.getLogger(__name__)
 
@@ -39,27 +39,36 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class CpuFallbackLearner(RayTrainWorker):
-    """Mixin placed before an RLlib ``TorchLearner`` class: runs on the CPU when CUDA is missing.
+class _GlooWithoutCuda(RayTrainWorker):
+    """The one use of a private Ray API here, read from Ray 2.60.0
+    (``ray/train/_internal/worker_group.py``, ``ray/train/torch/config.py``,
+    ``ray/rllib/core/learner/learner_group.py``): a LearnerGroup starts its remote learners as
+    Ray Train workers; Ray Train uses an actor class that derives from ``RayTrainWorker`` as it
+    is (rather than wrapping it) and runs every call on it through the name-mangled
+    ``_RayTrainWorker__execute(func, *args, **kwargs)``; ``TorchConfig``'s process-group setup
+    passes ``backend="nccl"`` there for workers holding GPUs. Ray 2.60.0 has no public way to
+    choose the backend (RLlib builds its own ``TorchConfig`` with ``backend=None``). With
+    ``use_gloo`` set, the setup joins a gloo group instead (DDP on the CPU)."""
 
-    It derives from Ray Train's ``RayTrainWorker`` so that a ``LearnerGroup`` uses the class as is
-    for its remote learners (rather than wrapping it) and the one Ray Train call that must change
-    on a CUDA-less node — the NCCL process-group setup — can be redirected to gloo here.
-    """
+    use_gloo = False
+
+    def _RayTrainWorker__execute(self, func, *args, **kwargs):  # noqa: N802 (Ray Train's name)
+        if self.use_gloo and kwargs.get("backend") == "nccl":
+            kwargs["backend"] = "gloo"
+        return super()._RayTrainWorker__execute(func, *args, **kwargs)
+
+
+class CpuFallbackLearner(_GlooWithoutCuda):
+    """Mixin placed before an RLlib ``TorchLearner`` class: runs on the CPU when CUDA is missing
+    (and a multi-learner group then joins a gloo process group, not NCCL)."""
 
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
-        self.cpu_fallback = config.num_gpus_per_learner > 0 and not cuda_available()
+        self.cpu_fallback = self.use_gloo = config.num_gpus_per_learner > 0 and not cuda_available()
         if self.cpu_fallback:
             logger.warning(FALLBACK_WARNING)
             config = config.copy(copy_frozen=False)
             config.learners(num_gpus_per_learner=0)
         super().__init__(config=config, **kwargs)
-
-    def _RayTrainWorker__execute(self, func, *args, **kwargs):  # noqa: N802 (Ray Train's name)
-        # Ray Train picks NCCL for workers holding GPUs; without CUDA use gloo (DDP on CPU).
-        if getattr(self, "cpu_fallback", False) and kwargs.get("backend") == "nccl":
-            kwargs["backend"] = "gloo"
-        return super()._RayTrainWorker__execute(func, *args, **kwargs)
 
 
 _CLASSES: dict[type, type] = {}
