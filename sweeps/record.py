@@ -74,24 +74,40 @@ def machine(plan: Plan) -> dict[str, Any]:
     }
 
 
+def ask_trial(sample_params: SampleFn) -> tuple[Any, dict[str, Any]]:
+    """One draw from the search space: an ``optuna.Trial`` asked of a throwaway in-memory study
+    (random sampler, fixed seed) and the config values ``sample_params`` returns for it. The
+    trial's ``distributions`` describe the space."""
+    import optuna
+
+    verbosity = optuna.logging.get_verbosity()
+    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
+    try:
+        trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    finally:
+        optuna.logging.set_verbosity(verbosity)
+    return trial, sample_params(trial)
+
+
+def hyperparameters(sample_params: SampleFn) -> list[str]:
+    """The config keys the search sets, dotted (``replay_buffer_config.capacity``), sorted."""
+    _, values = ask_trial(sample_params)
+    return sorted(key.replace("/", ".") for key in values)
+
+
 def search_space_description(sample_params: SampleFn) -> dict[str, str]:
-    """Run the sample function against a recorder to describe the space (for run.json)."""
+    """``{search parameter: its distribution}`` for run.json, e.g. ``loguniform(0.0001, 0.003)``."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+
+    trial, _ = ask_trial(sample_params)
     space: dict[str, str] = {}
-
-    class Recorder:
-        def suggest_float(self, name, low, high, *, log=False, step=None):
-            space[name] = f"{'loguniform' if log else 'uniform'}({low:g}, {high:g})"
-            return low
-
-        def suggest_int(self, name, low, high, *, step=1, log=False):
-            space[name] = f"{'logint' if log else 'int'}({low}, {high})"
-            return low
-
-        def suggest_categorical(self, name, choices):
-            space[name] = f"choice({list(choices)})"
-            return choices[0]
-
-    sample_params(Recorder())  # the real searcher passes an optuna.Trial with this interface
+    for name, d in trial.distributions.items():
+        if isinstance(d, CategoricalDistribution):
+            space[name] = f"choice({list(d.choices)})"
+        elif isinstance(d, FloatDistribution):
+            space[name] = f"{'loguniform' if d.log else 'uniform'}({d.low:g}, {d.high:g})"
+        else:  # IntDistribution
+            space[name] = f"{'logint' if d.log else 'int'}({d.low}, {d.high})"
     return space
 
 

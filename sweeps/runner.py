@@ -23,18 +23,19 @@ from ray.tune.callback import Callback
 
 from sweeps import keys
 from sweeps.cli import build_parser, parse_args
-from sweeps.common import UsageError, dotted, error_line
+from sweeps.common import UsageError, dotted, error_line, number
 from sweeps.placement import Plan, make_plan
 from sweeps.placement import configure as configure_placement
 from sweeps.record import (
     git_commit,
     git_dirty,
+    hyperparameters,
     machine,
     search_space_description,
     versions,
     write_record,
 )
-from sweeps.sweep import SampleFn, Sweep
+from sweeps.sweep import Sweep
 
 RECORD_FILE = "run.json"
 
@@ -109,8 +110,6 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
             log_to_driver=args.verbose,
         )
     register_envs()
-    if sweep.setup is not None:
-        sweep.setup()
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
     # CPU fallback for a GPU node without CUDA (sweeps/placement.py, sweeps/gpu.py).
     configure_placement(config, args, ray.cluster_resources())
@@ -172,17 +171,6 @@ def search(
     from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
 
     stop_reward = args.stop_reward
-
-    def stopper(trial_id: str, result: dict) -> bool:
-        if (keys.get(result, keys.ENV_STEPS) or 0) >= args.stop_timesteps:
-            return True
-        if args.stop_train_time_s and (keys.get(result, keys.TRAIN_TIME_S) or 0) >= (
-            args.stop_train_time_s
-        ):
-            return True
-        reached = keys.get(result, _judged_by(sweep))
-        return stop_reward is not None and reached is not None and reached >= stop_reward
-
     tuner = tune.Tuner(
         config.algo_class,
         param_space=param_space,
@@ -199,7 +187,9 @@ def search(
         run_config=tune.RunConfig(
             name=args.name,
             storage_path=str(experiment.parent),
-            stop=stopper,
+            # Tune stops a trial once result[key] >= value for any key (flat, "/"-joined);
+            # a key not reported yet never stops it; NaN (no greedy evaluation yet) never does.
+            stop={key: value for key, value in stop.items() if value is not None},
             callbacks=[
                 HParamsLoggerCallback(
                     sweep.extra_metrics,
@@ -375,7 +365,7 @@ def _new_record(
         "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
         "argv": args.argv,
         "args": {k: v for k, v in vars(args).items() if k != "argv"},
-        "hyperparameters": sorted(k.replace("/", ".") for k in _sampled_keys(sweep.sample_params)),
+        "hyperparameters": hyperparameters(sweep.sample_params),
         "search_space": search_space_description(sweep.sample_params),
         "base_config": config.to_dict(),
         "metric": keys.flat(_judged_by(sweep)),
@@ -509,33 +499,19 @@ def _resumed_record(record_path: Path, args) -> dict[str, Any]:
     return record
 
 
-def _sampled_keys(sample_params: SampleFn) -> list[str]:
-    class Recorder:
-        def suggest_float(self, name, low, high, **kw):
-            return low
-
-        def suggest_int(self, name, low, high, **kw):
-            return low
-
-        def suggest_categorical(self, name, choices):
-            return choices[0]
-
-    return sorted(sample_params(Recorder()).keys())
-
-
 def _best_trial(results: Any, judged: keys.Key) -> Any:
-    """The trial with the highest final ``judged`` return; a trial without one (NaN or missing,
-    e.g. no greedy evaluation yet) counts with its final training return. None if no trial has
-    either."""
-    best, best_value = None, -math.inf
-    for r in results:
-        m = r.metrics or {}
-        value = keys.get(m, judged)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            value = keys.get(m, keys.RETURN_MEAN)
-        if value is not None and not math.isnan(value) and value > best_value:
-            best, best_value = r, value
-    return best
+    """The trial with the highest final ``judged`` return (Tune's ``get_best_result``, which
+    skips NaN); when no trial has one (no greedy evaluation finished yet), the one with the
+    highest final training return. None when no trial has either."""
+    for key in dict.fromkeys([judged, keys.RETURN_MEAN]):
+        try:
+            best = results.get_best_result(keys.flat(key), mode="max", scope="last")
+        except RuntimeError:  # no trial has a finite value
+            continue
+        # (Tune returns a lone trial without looking at its value.)
+        if math.isfinite(number(keys.get(best.metrics or {}, key))):
+            return best
+    return None
 
 
 def _print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:

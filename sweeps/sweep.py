@@ -33,5 +33,3 @@ class Sweep:
     description: str = ""
     # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
     extra_metrics: tuple[keys.Key, ...] = ()
-    # Called once in the driver before Tune starts (e.g. to register a custom trainable).
-    setup: Callable[[], None] | None = None

@@ -128,8 +128,6 @@ def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any
     if args.num_envs_per_env_runner is not None:
         sweep_argv += ["--num-envs-per-env-runner", str(args.num_envs_per_env_runner)]
     sweep_args = sweep_parser(module.SWEEP).parse_args(sweep_argv)
-    if module.SWEEP.setup is not None:
-        module.SWEEP.setup()
     config = module.make_config(sweep_args).evaluation(evaluation_interval=None)
     config.reporting(
         min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
