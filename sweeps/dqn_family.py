@@ -34,12 +34,16 @@ def cabs(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
 
 def sample_cabs(trial: Any) -> dict[str, Any]:
     """The part of the cab search space both share: n-step, target-network period, train batch,
-    replay capacity; returns real config values."""
+    replay capacity; returns real config values. Period and capacity are log-uniform integers,
+    not powers of 2 or 10, so that the tuned 500 and 50,000 (the first trial) are in the space."""
+    target_update = trial.suggest_int("hp/target_update", 128, 2048, log=True)
     return {
         "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
-        "target_network_update_freq": 2 ** trial.suggest_int("hp/log2_target_update", 7, 11),
+        "target_network_update_freq": target_update,
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
-        "replay_buffer_config/capacity": 10 ** trial.suggest_int("hp/log10_capacity", 4, 5),
+        "replay_buffer_config/capacity": trial.suggest_int(
+            "hp/replay_capacity", 10_000, 100_000, log=True
+        ),
     }
 
 

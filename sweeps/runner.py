@@ -36,6 +36,7 @@ from sweeps.record import (
     write_record,
 )
 from sweeps.sweep import Sweep
+from sweeps.tuned import tuned_point
 
 RECORD_FILE = "run.json"
 
@@ -160,12 +161,18 @@ def search(
         searcher = BasicVariantGenerator(max_concurrent=placement.concurrent)
         num_samples = 1
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
+        first_trial = None
     else:
-        searcher = make_searcher(sweep, args, metric)
+        # The first trial is the tuned defaults (the config as the flags left it).
+        tuned, unexpressed = tuned_point(sweep.sample_params, param_space)
+        searcher = make_searcher(sweep, args, metric, points_to_evaluate=[tuned])
         num_samples = args.num_samples
+        first_trial = {"params": tuned, "not_expressed": unexpressed}
+        print(_describe_first_trial(unexpressed), flush=True)
         scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, scheduler_info)
+    record["first_trial"] = first_trial  # the tuned defaults as search parameters
     write_record(record_path, record)
 
     from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
@@ -298,9 +305,15 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
 # ------------------------------------------------------------------------------------------------
 
 
-def make_searcher(sweep: Sweep, args: argparse.Namespace, metric: str) -> Any:
+def make_searcher(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    metric: str,
+    points_to_evaluate: list[dict[str, Any]] | None = None,
+) -> Any:
     """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
-    gives the same suggestions."""
+    gives the same suggestions. ``points_to_evaluate`` (search-parameter values, e.g. the tuned
+    defaults from ``sweeps.tuned``) are enqueued and tried first."""
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
@@ -309,7 +322,22 @@ def make_searcher(sweep: Sweep, args: argparse.Namespace, metric: str) -> Any:
         if args.search == "optuna"
         else optuna.samplers.RandomSampler(seed=args.seed)
     )
-    return OptunaSearch(space=sweep.sample_params, metric=metric, mode="max", sampler=sampler)
+    return OptunaSearch(
+        space=sweep.sample_params,
+        metric=metric,
+        mode="max",
+        sampler=sampler,
+        points_to_evaluate=points_to_evaluate or None,
+    )
+
+
+def _describe_first_trial(unexpressed: list[str]) -> str:
+    if not unexpressed:
+        return "[sweep] trial 1: the tuned defaults; the search samples the rest"
+    return (
+        "[sweep] trial 1: the tuned defaults, except " + ", ".join(unexpressed) + " (sampled: "
+        "the search space cannot express their tuned values); the search samples the rest"
+    )
 
 
 def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:

@@ -96,12 +96,14 @@ def sample_pong(
     trial: Any, *, lr: tuple[float, float], vf_loss_coeff: tuple[float, float]
 ) -> dict[str, Any]:
     """The search space both share on Pong, around each one's own ``lr`` and ``vf_loss_coeff``
-    ranges (log-uniform and uniform); returns real config values."""
+    ranges (log-uniform and uniform); returns real config values. Fragment and batch are
+    log-uniform integers, not powers of 2, so that RLlib's tuned 50 and 500 (the first trial) are
+    in the space."""
     return {
         "lr": trial.suggest_float("hp/lr", *lr, log=True),
         "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 2e-3, 3e-2, log=True),
         "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", *vf_loss_coeff),
-        "rollout_fragment_length": 2 ** trial.suggest_int("hp/log2_fragment", 5, 7),
-        "train_batch_size_per_learner": 2 ** trial.suggest_int("hp/log2_train_batch", 8, 10),
+        "rollout_fragment_length": trial.suggest_int("hp/fragment", 32, 128, log=True),
+        "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 256, 1024, log=True),
         "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
     }
