@@ -286,7 +286,8 @@ def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Pat
         config = dqn_cabs.make_config(args)
         return config.environment(faulty.FAULTY_CABS, env_config={**config.env_config, **fault})
 
-    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config, setup=faulty.register)
+    faulty.register()  # in the driver (Ray is up: the ray_session fixture), before Tune starts
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config)
     common = ["--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"]
     budget = ["--stop-timesteps", str(STOP), "--eval-episodes", "1", "--progress-interval-s", "600"]
     return runner.run(sweep, [*common, *budget, *argv]), tmp_path / "exp"
