@@ -35,8 +35,8 @@ from analysis.workload import Workload
 
 # What to run where Pong's targets are in reach (the seed articles' GPU-learner setting).
 PONG_GPU_COMMAND = (
-    "python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 3 "
-    "--time-budget-s 3600 --num-env-runners 8"
+    "python -m sweeps.benchmark --env pong --algos impala,appo,apex --benchmark-seeds 3 "
+    "--stop-train-time-s 3600 --num-env-runners 8"
 )
 
 

@@ -3,19 +3,31 @@
 How to run
 ----------
     python -m sweeps.benchmark --env cabs --variant base --algos dqn,apex,impala,appo \\
-        --num-env-runners 0,1 --seeds 3 --time-budget-s 60          # results/cabs, 2 cores
+        --num-env-runners 0,1 --benchmark-seeds 3 --stop-train-time-s 60 --name cabs-base
     python -m sweeps.benchmark --env cabs --variant requests --num-env-runners 1 \\
-        --seeds 3 --time-budget-s 120
+        --benchmark-seeds 3 --stop-train-time-s 120 --name cabs-requests
+    python -m analysis report runs/benchmark/cabs-base runs/benchmark/cabs-requests \\
+        --out results/cabs                                            # the committed report
     python -m sweeps.benchmark --env cabs --num-env-runners 1,2,4,8   # scaling, >= 10 cores
-    python -m sweeps.benchmark --env pong --algos impala,appo,apex --seeds 3 \\
-        --time-budget-s 3600 --num-env-runners 8                      # a GPU box
+    python -m sweeps.benchmark --env pong --algos impala,appo,apex --benchmark-seeds 3 \\
+        --stop-train-time-s 3600 --num-env-runners 8                  # a GPU box
 
 For every (algorithm, env-runner count) this runs the sweep file's tuned defaults once per seed as
 one Tune experiment (``python sweeps/<algo>_<env>.py --benchmark-seeds N ...``: the same runner,
 the same greedy evaluation protocol and the same iteration length for every algorithm), stops a
-trial when its greedy return (cabs) or return (Pong) reaches the highest target or its budget runs
-out, and finally writes ``REPORT.md`` with ``python -m analysis report``. Training time excludes
-evaluation and start-up; start-up is reported separately by the runner's result files.
+trial when its greedy return (cabs) or return (Pong) reaches the highest target or its training
+time (``--stop-train-time-s``) runs out, and finally writes ``REPORT.md`` with
+``python -m analysis report``. Training time excludes evaluation and start-up; start-up is reported
+separately by the runner's result files. The flags mean what they mean in the sweeps.
+
+Where results go
+----------------
+A benchmark gets a new folder, ``<--storage-path>/<--name>`` (default
+``runs/benchmark/<env>-<variant>-<date>-<time>``), with one run folder per configuration
+(``<name>-dqn-r0``, ``<name>-apex-r1``, ...; ``<name>-<algo>`` with the sweep's own runner count)
+and the report beside them. Naming an existing benchmark folder reuses each run folder whose run
+record holds the same arguments and refuses, before anything runs, one that does not. The report
+goes into ``results/`` only when asked for: ``--out results/cabs``.
 
 Results to expect
 -----------------
@@ -26,17 +38,26 @@ with the exact commands written into them.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import importlib
+import json
+import os
 import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from sweeps.cli import build_parser as sweep_parser
 from sweeps.cli import count, positive_float
 from sweeps.common import OneLineErrorParser, UsageError, check_writable
 
 ALGOS = ("dqn", "apex", "impala", "appo")
+# Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
+# failed configuration again); a "running" or "interrupted" one did not.
+REUSABLE = ("finished", "failed")
 
 
 def _int_list(text: str) -> list[int]:
@@ -59,7 +80,31 @@ def _algo_list(text: str) -> list[str]:
     return list(dict.fromkeys(algos))
 
 
+class _Renamed(argparse.Action):
+    """An old spelling of a flag: stores into the new flag's destination with a warning."""
+
+    def __init__(self, option_strings, dest, *, new: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.new = new
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        print(f"{parser.prog}: warning: {option_string} is now {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+class _Refused(argparse.Action):
+    """A flag that means something else here: refused with one line saying what to use."""
+
+    def __init__(self, option_strings, dest, *, why: str, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.why = why
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        parser.error(f"{option_string}: {self.why}")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """Flags named as in the sweeps (``python sweeps/<algo>_<env>.py``), one meaning per name."""
     p = OneLineErrorParser(
         prog="python -m sweeps.benchmark",
         description=__doc__.split("\n")[0],
@@ -71,7 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
     )
-    p.add_argument("--seeds", type=count(1), default=3, help="seeds per configuration")
+    p.add_argument(
+        "--benchmark-seeds",
+        type=count(1),
+        default=3,
+        help="seeds per configuration (--seed, --seed+1, ...)",
+    )
+    p.add_argument(
+        "--seeds", dest="benchmark_seeds", type=count(1), action=_Renamed, new="--benchmark-seeds"
+    )
     p.add_argument(
         "--num-env-runners",
         type=_int_list,
@@ -79,10 +132,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated env-runner counts (scaling); default: each sweep's own",
     )
     p.add_argument(
-        "--time-budget-s",
+        "--stop-train-time-s",
         type=positive_float,
         default=120.0,
-        help="training wall-clock budget per trial (evaluation excluded)",
+        help="stop a trial after this much training wall-clock (evaluation excluded)",
+    )
+    p.add_argument(
+        "--time-budget-s",
+        action=_Refused,
+        why="in the sweeps this is a whole sweep's wall-clock; each trial's training time is "
+        "--stop-train-time-s",
     )
     p.add_argument(
         "--stop-timesteps", type=count(1), default=None, help="env steps per trial (default: none)"
@@ -96,9 +155,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--iteration-s", type=positive_float, default=1.0, help="min wall-clock per iteration"
     )
-    p.add_argument("--storage-path", default="runs/benchmark", help="where run folders go")
-    p.add_argument("--tag", default=None, help="folder prefix (default: bench-<env>-<variant>)")
-    p.add_argument("--out", default=None, help="report folder (default: results/<env>)")
+    p.add_argument(
+        "--storage-path", default="runs/benchmark", help="where benchmark folders are written"
+    )
+    p.add_argument(
+        "--name",
+        default=None,
+        help="benchmark folder name (default: <env>-<variant>-<date>-<time>); an existing one's "
+        "run folders are reused when their recorded arguments match",
+    )
+    p.add_argument("--tag", dest="name", action=_Renamed, new="--name")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="report folder (default: the benchmark folder; e.g. results/cabs to update the "
+        "committed report)",
+    )
     p.add_argument("--seed", type=count(0), default=0, help="first seed")
     return p
 
@@ -107,7 +179,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse and check everything before the first run: bad input is one line and exit 2."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    args.out = args.out or f"results/{args.env}"
+    if args.name is None:
+        variant = f"-{args.variant}" if args.env == "cabs" else ""
+        args.name = f"{args.env}{variant}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+    if os.sep in args.name or "/" in args.name or args.name in {"", ".", ".."}:
+        parser.error(f"--name must be a plain folder name, got {args.name!r}")
+    args.folder = Path(args.storage_path).expanduser() / args.name
+    args.out = args.out or str(args.folder)
     for flag, path in (("--storage-path", args.storage_path), ("--out", args.out)):
         try:
             check_writable(Path(path).expanduser())
@@ -126,49 +204,108 @@ def _stop_reward(args: argparse.Namespace) -> float:
     return round(0.95 * optimum_value(args.variant), 1)
 
 
-def run_one(args: argparse.Namespace, algo: str, runners: int | None, name: str, step: str) -> int:
-    module = f"sweeps.{algo}_{args.env}"
-    importlib.import_module(module)  # fail early on a missing sweep
-    cmd = [
-        sys.executable, "-m", module,
-        "--benchmark-seeds", str(args.seeds),
-        "--seed", str(args.seed),
-        "--stop-reward", str(_stop_reward(args)),
-        "--stop-train-time-s", str(args.time_budget_s),
-        "--stop-timesteps", str(args.stop_timesteps or 10**9),
-        "--iteration-s", str(args.iteration_s),
-        "--max-concurrent-trials", "1",  # fair timing: one trial owns the machine
-        "--storage-path", args.storage_path,
-        "--name", name,
-    ]  # fmt: skip
-    if args.env == "cabs":
-        cmd += ["--variant", args.variant]
-    if runners is not None:
-        cmd += ["--num-env-runners", str(runners)]
-    print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
-    return subprocess.call(cmd)
+@dataclass(frozen=True)
+class Run:
+    """One configuration: a sweep's tuned defaults at one env-runner count, once per seed."""
+
+    sweep: str  # "dqn_cabs": run as ``python -m sweeps.<sweep> <flags>``
+    folder: Path  # <storage path>/<name>/<name>-<algo>[-r<runners>]
+    flags: tuple[str, ...]  # flag, value, flag, value, ...
+    reuse: dict[str, Any] | None = None  # the run record of an existing folder that stands for it
+
+
+def plan(args: argparse.Namespace) -> list[Run]:
+    """Every (algorithm, env-runner count), in order, with the sweep flags that run it."""
+    runs = []
+    for algo in args.algos:
+        for runners in args.num_env_runners or [None]:
+            # The benchmark's name leads: a report over several benchmarks names each run apart.
+            name = f"{args.name}-{algo}" + ("" if runners is None else f"-r{runners}")
+            flags = [
+                "--benchmark-seeds", str(args.benchmark_seeds),
+                "--seed", str(args.seed),
+                "--stop-reward", str(_stop_reward(args)),
+                "--stop-train-time-s", str(args.stop_train_time_s),
+                "--stop-timesteps", str(args.stop_timesteps or 10**9),
+                "--iteration-s", str(args.iteration_s),
+                "--max-concurrent-trials", "1",  # fair timing: one trial owns the machine
+            ]  # fmt: skip
+            if args.env == "cabs":
+                flags += ["--variant", args.variant]
+            if runners is not None:
+                flags += ["--num-env-runners", str(runners)]
+            flags += ["--storage-path", str(args.folder), "--name", name]
+            runs.append(Run(f"{algo}_{args.env}", args.folder / name, tuple(flags)))
+    return runs
+
+
+def check_reuse(run: Run) -> Run:
+    """``run`` as it will go: new, or standing on its existing folder when that folder's run
+    record holds the same arguments; a UsageError saying why an existing folder cannot stand for
+    it. The sweep's own parser reads the flags, so bad values are refused here too."""
+    module = importlib.import_module(f"sweeps.{run.sweep}")
+    expected = vars(sweep_parser(module.SWEEP).parse_args(list(run.flags)))
+    if not run.folder.exists():
+        return run
+    try:
+        record = json.loads((run.folder / "run.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
+        raise UsageError(f"{run.folder} exists but holds no readable run record (run.json)")
+    if record.get("sweep") != run.sweep:
+        raise UsageError(f"{run.folder} holds a run of {record.get('sweep')}, not {run.sweep}")
+    status = record.get("status")
+    if status not in REUSABLE:
+        raise UsageError(
+            f"{run.folder} did not finish (status {status}); continue it with "
+            f"python sweeps/{run.sweep}.py --resume {run.folder}, or delete it"
+        )
+    for flag in run.flags[::2]:
+        dest = flag.removeprefix("--").replace("-", "_")
+        if dest in ("storage_path", "name"):
+            continue
+        recorded = record["args"].get(dest)
+        if recorded != json.loads(json.dumps(expected[dest])):
+            raise UsageError(
+                f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
+                "another --name or delete it"
+            )
+    return Run(run.sweep, run.folder, run.flags, reuse=record)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    tag = args.tag or f"bench-{args.env}-{args.variant if args.env == 'cabs' else 'atari'}"
-    plan = [(a, n) for a in args.algos for n in (args.num_env_runners or [None])]
+    try:
+        runs = [check_reuse(run) for run in plan(args)]
+    except UsageError as err:
+        build_parser().error(str(err))
+    reused = sum(run.reuse is not None for run in runs)
+    print(
+        f"[benchmark] {len(runs)} configuration(s) in {args.folder}"
+        + (f", {reused} reused (same arguments)" if reused else "")
+        + f"; report: {args.out}",
+        flush=True,
+    )
     folders, failures = [], []
     t0 = time.monotonic()
-    for k, (algo, runners) in enumerate(plan, start=1):
-        name = f"{tag}-{algo}" + (f"-r{runners}" if runners is not None else "")
-        folder = Path(args.storage_path) / name
-        step = f"[benchmark] ({k}/{len(plan)}) {name}"
-        if folder.exists():
-            print(f"{step}: folder exists, reusing its results (delete it to rerun)", flush=True)
-            folders.append(str(folder))
+    for k, run in enumerate(runs, start=1):
+        step = f"[benchmark] ({k}/{len(runs)}) {run.folder.name}"
+        if run.reuse is not None:
+            status = run.reuse["status"]
+            print(f"{step}: reusing its results (same arguments, {status})", flush=True)
+            folders.append(str(run.folder))
+            if status != "finished":
+                failures.append(f"{run.folder.name} ({status}, reused)")
             continue
+        cmd = [sys.executable, "-m", f"sweeps.{run.sweep}", *run.flags]
+        print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
         started = time.monotonic()
-        rc = run_one(args, algo, runners, name, step)
-        if (folder / "run.json").exists():
-            folders.append(str(folder))
+        rc = subprocess.call(cmd)
+        if (run.folder / "run.json").exists():
+            folders.append(str(run.folder))
         if rc != 0:
-            failures.append(f"{name} (exit {rc})")
+            failures.append(f"{run.folder.name} (exit {rc})")
         print(
             f"{step}: {'done' if rc == 0 else f'exit {rc}'} in {time.monotonic() - started:.0f} s"
             f" ({time.monotonic() - t0:.0f} s since the benchmark started)",

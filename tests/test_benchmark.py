@@ -4,13 +4,16 @@ recorder, so no test here starts Ray; the sweeps it launches are tested in test_
 
 from __future__ import annotations
 
+import importlib
 import json
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
 from sweeps import benchmark
+from sweeps.cli import parse_args
 
 
 class Calls(list):
@@ -23,19 +26,26 @@ class Calls(list):
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Record every subprocess; a sweep 'run' writes its run.json (as the runner does) and exits
-    with the code in ``exit_codes`` for its name (default 0)."""
+    """Record every subprocess; a sweep 'run' writes its run.json as the runner does (its parsed
+    arguments) and exits with the code in ``exit_codes`` for its name (default 0)."""
     recorded = Calls()
     exit_codes = recorded.exit_codes
 
     def fake_call(cmd: list[str]) -> int:
         recorded.append(cmd)
         if "--benchmark-seeds" in cmd:
-            name = cmd[cmd.index("--name") + 1]
-            folder = Path(cmd[cmd.index("--storage-path") + 1]) / name
+            sweep = cmd[2].removeprefix("sweeps.")
+            args = parse_args(importlib.import_module(cmd[2]).SWEEP, cmd[3:])
+            folder = Path(args.storage_path) / args.name
             folder.mkdir(parents=True)
-            (folder / "run.json").write_text(json.dumps({"status": "finished"}))
-            return exit_codes.get(name, 0)
+            rc = exit_codes.get(args.name, 0)
+            record = {
+                "sweep": sweep,
+                "status": "failed" if rc else "finished",
+                "args": {k: v for k, v in vars(args).items() if k != "argv"},
+            }
+            (folder / "run.json").write_text(json.dumps(record))
+            return rc
         return 0  # the report
 
     monkeypatch.setattr(benchmark.subprocess, "call", fake_call)
@@ -46,28 +56,30 @@ def _flag(cmd: list[str], flag: str) -> str:
     return cmd[cmd.index(flag) + 1]
 
 
+def _folder(cmd: list[str]) -> Path:
+    return Path(_flag(cmd, "--storage-path")) / _flag(cmd, "--name")
+
+
 def test_runs_every_algorithm_and_runner_count_then_one_report(calls, tmp_path, capsys):
     storage, out = tmp_path / "runs", tmp_path / "results"
     rc = benchmark.main(
         [
             "--algos", "dqn,apex",
             "--num-env-runners", "1,0",
-            "--seeds", "2",
-            "--time-budget-s", "30",
+            "--benchmark-seeds", "2",
+            "--stop-train-time-s", "30",
             "--storage-path", str(storage),
+            "--name", "bench",
             "--out", str(out),
         ]
     )  # fmt: skip
     assert rc == 0
     *runs, report = calls
-    assert [_flag(c, "--name") for c in runs] == [
-        "bench-cabs-base-dqn-r0",
-        "bench-cabs-base-dqn-r1",
-        "bench-cabs-base-apex-r0",
-        "bench-cabs-base-apex-r1",
+    assert [_folder(c) for c in runs] == [
+        storage / "bench" / f"bench-{name}" for name in ("dqn-r0", "dqn-r1", "apex-r0", "apex-r1")
     ]
     for cmd in runs:
-        algo = _flag(cmd, "--name").split("-")[3]
+        algo = _flag(cmd, "--name").split("-")[1]
         assert cmd[:3] == [sys.executable, "-m", f"sweeps.{algo}_cabs"]
         assert _flag(cmd, "--benchmark-seeds") == "2"
         assert _flag(cmd, "--stop-train-time-s") == "30.0"
@@ -76,7 +88,7 @@ def test_runs_every_algorithm_and_runner_count_then_one_report(calls, tmp_path, 
         # stops at 95% of the exact optimum (the env's highest target)
         assert float(_flag(cmd, "--stop-reward")) == pytest.approx(0.95 * 2966.357, abs=0.1)
     assert report[1:4] == ["-m", "analysis", "report"]
-    assert report[4:-2] == [str(storage / _flag(c, "--name")) for c in runs]
+    assert report[4:-2] == [str(_folder(c)) for c in runs]
     assert report[-2:] == ["--out", str(out)]
     progress = [line for line in capsys.readouterr().out.splitlines() if "done in" in line]
     assert [line.split(":")[0] for line in progress] == [
@@ -84,41 +96,126 @@ def test_runs_every_algorithm_and_runner_count_then_one_report(calls, tmp_path, 
     ]
 
 
-def test_existing_folders_are_reused_and_failures_reported(calls, tmp_path, capsys):
-    storage = tmp_path / "runs"
-    (storage / "bench-cabs-requests-impala").mkdir(parents=True)
-    calls.exit_codes["bench-cabs-requests-appo"] = 1
-    rc = benchmark.main(
-        [
-            "--variant", "requests",
-            "--algos", "impala,appo",
-            "--storage-path", str(storage),
-            "--out", str(tmp_path / "out"),
-        ]
-    )  # fmt: skip
-    assert rc == 1  # a configuration failed; the report is still written with what ran
-    *runs, report = calls
-    assert [_flag(c, "--name") for c in runs] == ["bench-cabs-requests-appo"]
-    assert "--num-env-runners" not in runs[0]  # the sweep's own default
-    assert report[4:-2] == [
-        str(storage / "bench-cabs-requests-impala"),
-        str(storage / "bench-cabs-requests-appo"),
-    ]
+def test_default_is_a_new_folder_under_runs_never_results(calls, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert benchmark.main(["--algos", "impala"]) == 0
+    (run,), report = calls[:-1], calls[-1]
+    folder = _folder(run).parent
+    assert folder.parent == Path("runs/benchmark")
+    assert re.fullmatch(r"cabs-base-\d{8}-\d{6}", folder.name)
+    assert _flag(run, "--name") == f"{folder.name}-impala"  # the sweep's own runner count
+    assert "--num-env-runners" not in run
+    assert report[-2:] == ["--out", str(folder)]  # the report beside its runs
+    assert not (tmp_path / "results").exists()
+    assert f"report: {folder}" in capsys.readouterr().out
+
+
+def test_same_arguments_reuse_the_runs_and_failures_stay_failures(calls, tmp_path, capsys):
+    argv = [
+        "--variant", "requests",
+        "--algos", "impala,appo",
+        "--storage-path", str(tmp_path / "runs"),
+        "--name", "bench",
+        "--out", str(tmp_path / "out"),
+    ]  # fmt: skip
+    calls.exit_codes["bench-appo"] = 1
+    assert benchmark.main(argv) == 1  # a configuration failed; the report has what ran
+    first = capsys.readouterr()
+    assert "failed configurations: bench-appo (exit 1)" in first.err
+    calls.clear()
+
+    assert benchmark.main(argv) == 1  # nothing runs again; the failed run is still a failure
+    (report,) = calls
+    folder = tmp_path / "runs" / "bench"
+    assert report[4:-2] == [str(folder / "bench-impala"), str(folder / "bench-appo")]
     captured = capsys.readouterr()
-    assert "bench-cabs-requests-impala: folder exists, reusing its results" in captured.out
-    assert "failed configurations: bench-cabs-requests-appo (exit 1)" in captured.err
+    assert "(1/2) bench-impala: reusing its results (same arguments, finished)" in captured.out
+    assert "failed configurations: bench-appo (failed, reused)" in captured.err
+
+
+def test_deprecated_spellings(calls, tmp_path, capsys):
+    """--seeds and --tag still work (with a warning); --time-budget-s means a sweep's wall-clock
+    everywhere, so here it is refused with the name to use."""
+    storage = tmp_path / "runs"
+    argv = ["--algos", "dqn", "--storage-path", str(storage), "--out", str(tmp_path / "out")]
+    assert benchmark.main([*argv, "--seeds", "2", "--tag", "old"]) == 0
+    (run, _report) = calls
+    assert _flag(run, "--benchmark-seeds") == "2"
+    assert _folder(run) == storage / "old" / "old-dqn"
+    err = capsys.readouterr().err
+    assert "--seeds is now --benchmark-seeds" in err and "--tag is now --name" in err
+
+
+REFUSED_REUSE = {
+    "different budget": (
+        ["--stop-train-time-s", "60"],
+        lambda folder: None,
+        "bench/bench-dqn was run with --stop-train-time-s 120.0, not 60.0; choose another",
+    ),
+    "different seeds": (["--benchmark-seeds", "5"], lambda f: None, "--benchmark-seeds 3, not 5"),
+    "no run record": (
+        [],
+        lambda folder: (folder / "run.json").unlink(),
+        "bench/bench-dqn exists but holds no readable run record",
+    ),
+    "unfinished": (
+        [],
+        lambda folder: _set_status(folder, "interrupted"),
+        "did not finish (status interrupted); continue it with python sweeps/dqn_cabs.py --resume",
+    ),
+}
+
+
+def _set_status(folder: Path, status: str) -> None:
+    record = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**record, "status": status}))
+
+
+@pytest.mark.parametrize("extra, damage, message", REFUSED_REUSE.values(), ids=REFUSED_REUSE)
+def test_a_folder_that_does_not_match_is_refused_before_anything_runs(
+    extra, damage, message, calls, tmp_path, capsys
+):
+    argv = [
+        "--algos", "dqn",
+        "--storage-path", str(tmp_path / "runs"),
+        "--name", "bench",
+        "--out", str(tmp_path / "out"),
+    ]  # fmt: skip
+    assert benchmark.main(argv) == 0
+    damage(tmp_path / "runs" / "bench" / "bench-dqn")
+    calls.clear()
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.main([*argv, "--algos", "apex,dqn", *extra])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err, err
+    assert calls == []  # not even apex, which comes first
+
+
+def test_another_sweeps_folder_is_refused(calls, tmp_path, capsys):
+    folder = tmp_path / "runs" / "bench" / "bench-dqn"
+    folder.mkdir(parents=True)
+    (folder / "run.json").write_text(json.dumps({"sweep": "dqn_pong", "args": {}}))
+    argv = ["--algos", "dqn", "--storage-path", str(tmp_path / "runs"), "--name", "bench"]
+    with pytest.raises(SystemExit):
+        benchmark.main(argv)
+    assert "holds a run of dqn_pong, not dqn_cabs" in capsys.readouterr().err
+    assert calls == []
 
 
 @pytest.mark.parametrize(
     "argv, message",
     [
-        (["--seeds", "0"], "--seeds: must be >= 1"),
+        (["--benchmark-seeds", "0"], "--benchmark-seeds: must be >= 1"),
         (["--algos", "dqn,ppo"], "unknown algorithm(s) ['ppo']"),
         (["--num-env-runners", "1,-2"], "expected non-negative integers"),
-        (["--time-budget-s", "0"], "--time-budget-s: must be a positive number"),
+        (["--stop-train-time-s", "0"], "--stop-train-time-s: must be a positive number"),
+        (["--time-budget-s", "60"], "--time-budget-s: in the sweeps this is a whole sweep's"),
         (["--env", "mujoco"], "invalid choice: 'mujoco'"),
         (["--seed", "x"], "expected an integer"),
-        (["--time-budget"], "unrecognized arguments: --time-budget"),  # no abbreviations
+        (["--stop-train-time"], "unrecognized arguments: --stop-train-time"),  # no abbreviations
+        (["--name", "a/b"], "--name must be a plain folder name"),
         (["--out", "README.md/report"], "--out: README.md/report: cannot be created"),
         (["--storage-path", "README.md/runs"], "--storage-path: README.md/runs: cannot be"),
     ],
