@@ -4,8 +4,9 @@
 trial *starts* (so a running sweep can already be explored), then only a curated set of metrics,
 not RLlib's 150-key dump: first the columns a reader decides by (``leading_columns``: the
 judging return, % of optimum, time to target, env steps/s, each described), then
-``CURATED_METRICS``. ``ProgressCallback`` prints a short status table
-every few seconds instead of Tune's config dumps.
+``CURATED_METRICS``. ``ProgressCallback`` prints a sweep-level status line and a short table,
+best trial first, every few seconds instead of Tune's config dumps; ``TuneStartLines`` keeps
+Tune's start lines (a TensorBoard command into a temporary folder) off the terminal.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from typing import Any
 
 from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
+from ray.tune.experimental.output import AirVerbosity
+from ray.tune.experimental.output import ProgressReporter as AirProgressReporter
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
@@ -196,31 +199,97 @@ def _fmt(value: Any, spec: str = ".1f") -> str:
 
 
 class ProgressCallback(Callback):
-    """A concise progress table: trial, status, iteration, env steps, returns, steps/s."""
+    """Every ``interval_s``: one sweep-level line (trials completed / pruned by ASHA / running /
+    errored / waiting, elapsed of the budget, the best so far with % of optimum where known) and
+    a short table, best trial first.
 
-    COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "steps/s")
+    "Completed" means a trial reached one of the stop criteria (``stop``: its env-step budget, the
+    target, its training time); a trial that ended before any did was pruned by ASHA, or stopped
+    by the sweep's time budget when that had run out."""
 
-    def __init__(self, interval_s: float = 20.0) -> None:
+    COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "% opt", "steps/s")
+
+    def __init__(
+        self,
+        interval_s: float = 20.0,
+        *,
+        metric: keys.Key = keys.RETURN_MEAN,
+        stop: dict[str, float | None] | None = None,
+        time_budget_s: float | None = None,
+        num_samples: int | None = None,
+        pruning: bool = True,
+    ) -> None:
         self._interval_s = interval_s
+        self._pruned = "pruned by ASHA" if pruning else "stopped early"
+        self._metric = metric
+        self._stop = {k: v for k, v in (stop or {}).items() if v is not None}
+        self._budget_s = time_budget_s
+        self._num_samples = num_samples
+        self._start = time.monotonic()
         self._last_print = 0.0
         self._last: dict[str, dict] = {}
         self._trials: dict[str, Trial] = {}
+        self._outcome: dict[str, str] = {}  # trial id -> completed | pruned by ASHA | ...
 
     def _print(self, text: str) -> None:
         print(text, file=sys.stdout, flush=True)  # not stored: Tune pickles callbacks
 
+    def setup(self, **info: Any) -> None:
+        self._start = time.monotonic()  # (again on resume: elapsed counts this run's time)
+
+    def _value(self, trial_id: str) -> float:
+        value = _finite(keys.get(self._last.get(trial_id, {}), self._metric))
+        return -math.inf if value is None else value
+
+    def _ranked(self) -> list[str]:
+        """Trial ids, best judged return first (trials without one last, then by id)."""
+        return sorted(self._trials, key=lambda t: (-self._value(t), t))
+
+    def _status(self, trial_id: str) -> str:
+        status = self._trials[trial_id].status
+        return self._outcome.get(trial_id, status) if status == Trial.TERMINATED else status
+
+    def status_line(self) -> str:
+        statuses = [self._status(t) for t in self._trials]
+        n = {s: statuses.count(s) for s in set(statuses)}
+        waiting = (self._num_samples or len(statuses)) - len(statuses) + n.get(Trial.PENDING, 0)
+        parts = [
+            f"{n.get('completed', 0)} completed",
+            f"{n.get(self._pruned, 0)} {self._pruned}",
+        ]
+        if n.get("stopped by the time budget"):
+            parts.append(f"{n['stopped by the time budget']} stopped by the time budget")
+        parts += [
+            f"{n.get(Trial.RUNNING, 0)} running",
+            f"{n.get(Trial.ERROR, 0)} errored",
+            f"{max(waiting, 0)} waiting",
+        ]
+        elapsed = time.monotonic() - self._start
+        clock = _clock(elapsed) + (f" of {_clock(self._budget_s)}" if self._budget_s else "")
+        best = "best: none yet"
+        ranked = [t for t in self._ranked() if math.isfinite(self._value(t))]
+        if ranked:
+            top = ranked[0]
+            pct = _finite(keys.get(self._last[top], keys.PCT_OF_OPTIMUM))
+            best = f"best {keys.flat(self._metric)} {self._value(top):.1f}" + (
+                f" ({pct:.1f}% of optimum)" if pct is not None else ""
+            )
+            best += f", trial {top}"
+        return f"[sweep] {clock}: " + ", ".join(parts) + f"; {best}"
+
     def table(self) -> str:
         rows = [self.COLUMNS]
-        for trial_id, trial in sorted(self._trials.items()):
+        for trial_id in self._ranked():
             r = self._last.get(trial_id, {})
             rows.append(
                 (
                     trial_id,
-                    trial.status,
+                    self._status(trial_id),
                     str(r.get("training_iteration", 0)),
                     _fmt(keys.get(r, keys.ENV_STEPS), ".0f"),
                     _fmt(keys.get(r, keys.RETURN_MEAN)),
                     _fmt(keys.get(r, keys.GREEDY_RETURN)),
+                    _fmt(_finite(keys.get(r, keys.PCT_OF_OPTIMUM))),
                     _fmt(keys.get(r, keys.ENV_STEPS_PER_S), ".0f"),
                 )
             )
@@ -229,32 +298,87 @@ class ProgressCallback(Callback):
             "  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows
         )
 
+    def _report(self) -> None:
+        self._print(self.status_line() + "\n" + self.table())
+
+    def _see(self, trials: list[Trial]) -> None:
+        self._trials.update({t.trial_id: t for t in trials})
+
     def on_trial_start(self, iteration, trials, trial, **info):
-        self._trials[trial.trial_id] = trial
+        self._see(trials)
         self._print(f"[sweep] trial {trial.trial_id} started: {_short_params(trial)}")
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
-        self._trials[trial.trial_id] = trial
+        self._see(trials)
         self._last[trial.trial_id] = result
         now = time.monotonic()
         if now - self._last_print >= self._interval_s:
             self._last_print = now
-            self._print(self.table())
+            self._report()
 
     def on_trial_complete(self, iteration, trials, trial, **info):
+        self._see(trials)
         r = self._last.get(trial.trial_id, {})
+        outcome = self.outcome(r)
+        self._outcome[trial.trial_id] = outcome
         self._print(
-            f"[sweep] trial {trial.trial_id} finished: env steps "
+            f"[sweep] trial {trial.trial_id} {outcome}: env steps "
             f"{_fmt(keys.get(r, keys.ENV_STEPS), '.0f')}, return "
             f"{_fmt(keys.get(r, keys.RETURN_MEAN))}, greedy {_fmt(keys.get(r, keys.GREEDY_RETURN))}"
         )
 
+    def outcome(self, result: dict) -> str:
+        """Why a trial ended: completed (a stop criterion reached), pruned by ASHA, or stopped
+        by the time budget."""
+        flat = flatten_dict(result, delimiter="/")
+        values = {k: _finite(flat.get(k)) for k in self._stop}
+        reached = [k for k, v in self._stop.items() if values[k] is not None and values[k] >= v]
+        if result.get("done") or reached:
+            return "completed"
+        if self._budget_s is not None and time.monotonic() - self._start >= self._budget_s - 1:
+            return "stopped by the time budget"
+        return self._pruned
+
     def on_trial_error(self, iteration, trials, trial, **info):
+        self._see(trials)
         self._print(f"[sweep] trial {trial.trial_id} ERRORED (see {trial.local_path}/error.txt)")
 
     def on_experiment_end(self, trials, **info):
-        self._trials.update({t.trial_id: t for t in trials})
-        self._print(self.table())
+        self._see(trials)
+        self._report()
+
+
+def _clock(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+class TuneStartLines(AirProgressReporter):
+    """Keeps Tune's start lines off the terminal (the runner prints the run folder and the one
+    lasting TensorBoard command instead).
+
+    Adapter, read from Ray 2.60.0 (``ray/tune/tune.py``, ``ray/tune/experimental/output.py``):
+    whatever ``RunConfig(verbose=...)``, Tune calls ``experiment_started`` on the first
+    ``ProgressReporter`` among the callbacks, which prints an experiment table and a TensorBoard
+    command pointing at a temporary copy inside Ray's session folder; no public option turns that
+    off. Listed before Tune's own reporter, this one is found first and prints nothing; its
+    heartbeat stays below the verbosity and its trial hooks are Callback's no-ops (Tune's own
+    reporter still reports trial errors)."""
+
+    _heartbeat_threshold = AirVerbosity.VERBOSE + 1
+
+    def __init__(self) -> None:
+        super().__init__(AirVerbosity.SILENT)
+
+    def experiment_started(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def _print_heartbeat(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+for _hook in [name for name in vars(Callback) if name.startswith("on_")]:
+    setattr(TuneStartLines, _hook, getattr(Callback, _hook))
 
 
 def _short_params(trial: Trial, limit: int = 8) -> str:

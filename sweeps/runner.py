@@ -75,6 +75,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
         return 2
+    print(start_lines(args), flush=True)
     results = fit(tuner)
     return summarise(sweep, args, results, record)
 
@@ -92,6 +93,15 @@ def parse(sweep: Sweep, argv: Sequence[str] | None) -> tuple[argparse.Namespace,
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
         )
     return args, config
+
+
+def start_lines(args: argparse.Namespace) -> str:
+    """Where the sweep writes and the one TensorBoard command that lasts (the run folder, not
+    Tune's temporary copy inside Ray's session folder)."""
+    experiment = _experiment_dir(args)
+    return (
+        f"[sweep] run folder: {experiment}\n[sweep] TensorBoard: tensorboard --logdir {experiment}"
+    )
 
 
 def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
@@ -175,7 +185,7 @@ def search(
     record["first_trial"] = first_trial  # the tuned defaults as search parameters
     write_record(record_path, record)
 
-    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
+    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback, TuneStartLines
 
     stop_reward = args.stop_reward
     tuner = tune.Tuner(
@@ -203,7 +213,15 @@ def search(
                     metric=_judged_by(sweep),
                     target=stop_reward if stop_reward is not None else max(record["targets"]),
                 ),
-                ProgressCallback(interval_s=args.progress_interval_s),
+                ProgressCallback(
+                    interval_s=args.progress_interval_s,
+                    metric=_judged_by(sweep),
+                    stop=stop,
+                    time_budget_s=args.time_budget_s,
+                    num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
+                    pruning=scheduler_info["type"] == "asha",
+                ),
+                TuneStartLines(),  # before Tune's own reporter: its start lines stay off
                 FailureLog(),
                 InterruptWatch(),
             ],

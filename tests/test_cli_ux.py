@@ -107,3 +107,67 @@ def _flat(config: dict, prefix: str = "") -> dict:
         else:
             out[f"{prefix}{k}"] = v
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. A sweep you can watch
+# ------------------------------------------------------------------------------------------------
+
+
+class _FakeTrial:
+    def __init__(self, trial_id: str, status: str):
+        self.trial_id, self.status, self.config = trial_id, status, {}
+        self.local_path = "/nowhere"
+
+
+def _result(steps: int, greedy: float | None, pct: float | None = None) -> dict:
+    from sweeps import keys
+
+    suite = {"env_steps": steps, "greedy_return": greedy, "pct_of_optimum": pct}
+    return {keys.SUITE: suite, "training_iteration": 3}
+
+
+def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
+    from sweeps import keys
+    from sweeps.reporting import ProgressCallback
+
+    stop = {keys.flat(keys.ENV_STEPS): 1000, keys.flat(keys.GREEDY_RETURN): 2500.0}
+    cb = ProgressCallback(
+        interval_s=1e9, metric=keys.GREEDY_RETURN, stop=stop, time_budget_s=600, num_samples=6
+    )
+    done, pruned, running, failed = (
+        _FakeTrial("aaa", "TERMINATED"),
+        _FakeTrial("bbb", "TERMINATED"),
+        _FakeTrial("ccc", "RUNNING"),
+        _FakeTrial("ddd", "ERROR"),
+    )
+    trials = [done, pruned, running, failed]
+    cb.on_trial_result(0, trials, done, _result(1000, 2000.0, 67.4))
+    cb.on_trial_result(0, trials, pruned, _result(300, 100.0, 3.4))
+    cb.on_trial_result(0, trials, running, _result(600, 2700.0, 91.0))
+    cb.on_trial_complete(0, trials, done)
+    cb.on_trial_complete(0, trials, pruned)
+    out = capsys.readouterr().out
+    assert "trial aaa completed" in out and "trial bbb pruned by ASHA" in out
+    line = cb.status_line()
+    assert "1 completed, 1 pruned by ASHA, 1 running, 1 errored, 2 waiting" in line
+    assert " of 10:00" in line
+    assert "best suite/greedy_return 2700.0 (91.0% of optimum), trial ccc" in line
+    rows = cb.table().splitlines()[1:]
+    assert [row.split()[0] for row in rows] == ["ccc", "aaa", "bbb", "ddd"]  # best first
+    assert rows[1].split()[1] == "completed" and rows[2].split()[1] == "pruned"
+
+
+def test_tune_start_lines_adapter_prints_nothing(capsys):
+    """Tune calls experiment_started on the first ray.tune.experimental.output.ProgressReporter
+    among the callbacks (Ray 2.60.0); ours prints nothing and reports no trials."""
+    from ray.tune.experimental.output import ProgressReporter
+
+    from sweeps.reporting import TuneStartLines
+
+    adapter = TuneStartLines()
+    assert isinstance(adapter, ProgressReporter)
+    adapter.experiment_started("exp", "/tmp/exp", "S", "A", 2, tensorboard_path="/tmp/ray/x")
+    adapter.print_heartbeat([], "", force=True)
+    adapter.on_trial_error(0, [], _FakeTrial("a", "ERROR"))
+    assert capsys.readouterr().out == ""

@@ -47,9 +47,16 @@ def test_importing_a_sweep_runs_nothing(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SWEEPS)
-def test_smoke(name, tmp_path, ray_session):
+def test_smoke(name, tmp_path, ray_session, capsys):
     rc, experiment = _run(name, tmp_path, "--smoke")
     assert rc == 0
+    # One TensorBoard command, the lasting one, printed at the start (not Tune's temporary one).
+    out = capsys.readouterr().out
+    assert "To visualize your results with TensorBoard" not in out
+    assert out.index(f"[sweep] TensorBoard: tensorboard --logdir {experiment}") < out.index(
+        "started:"
+    )
+    assert "[sweep] trial 1: the tuned defaults" in out
     record = json.loads((experiment / "run.json").read_text())
     assert record["status"] == "finished"
     assert record["sweep"] == name and record["kind"] == "sweep"
