@@ -107,20 +107,31 @@ def build_parser() -> argparse.ArgumentParser:
     """Flags named as in the sweeps (``python sweeps/<algo>_<env>.py``), one meaning per name."""
     p = OneLineErrorParser(
         prog="python -m sweeps.benchmark",
-        description=__doc__.split("\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description=__doc__,
+        # The docstring's "How to run" as written; each default once, in its flag's help.
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    p.add_argument("--env", choices=["cabs", "pong"], default="cabs", help="workload")
-    p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
     p.add_argument(
-        "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
+        "--env", choices=["cabs", "pong"], default="cabs", help="workload (default: %(default)s)"
+    )
+    p.add_argument(
+        "--variant",
+        choices=["base", "requests"],
+        default="base",
+        help="cab variant (default: %(default)s)",
+    )
+    p.add_argument(
+        "--algos",
+        type=_algo_list,
+        default=list(ALGOS),
+        help=f"comma-separated (default: {','.join(ALGOS)})",
     )
     p.add_argument(
         "--benchmark-seeds",
         type=count(1),
         default=3,
-        help="seeds per configuration (--seed, --seed+1, ...)",
+        help="seeds per configuration: --seed, --seed+1, ... (default: %(default)s)",
     )
     p.add_argument(
         "--seeds", dest="benchmark_seeds", type=count(1), action=_Renamed, new="--benchmark-seeds"
@@ -135,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--stop-train-time-s",
         type=positive_float,
         default=120.0,
-        help="stop a trial after this much training wall-clock (evaluation excluded)",
+        help="stop a trial after this much training wall-clock, evaluation excluded "
+        "(default: %(default)s)",
     )
     p.add_argument(
         "--time-budget-s",
@@ -153,10 +165,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop a trial at this return (default: the env's highest target)",
     )
     p.add_argument(
-        "--iteration-s", type=positive_float, default=1.0, help="min wall-clock per iteration"
+        "--iteration-s",
+        type=positive_float,
+        default=1.0,
+        help="minimum wall-clock per training iteration (default: %(default)s)",
     )
     p.add_argument(
-        "--storage-path", default="runs/benchmark", help="where benchmark folders are written"
+        "--storage-path",
+        default="runs/benchmark",
+        help="where benchmark folders are written (default: %(default)s)",
     )
     p.add_argument(
         "--name",
@@ -171,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="report folder (default: the benchmark folder; e.g. results/cabs to update the "
         "committed report)",
     )
-    p.add_argument("--seed", type=count(0), default=0, help="first seed")
+    p.add_argument("--seed", type=count(0), default=0, help="first seed (default: %(default)s)")
     return p
 
 

@@ -146,6 +146,19 @@ def test_deprecated_spellings(calls, tmp_path, capsys):
     assert "--seeds is now --benchmark-seeds" in err and "--tag is now --name" in err
 
 
+def test_help_shows_how_to_run_and_each_default_once(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        benchmark.main(["--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "How to run" in text and "Where results go" in text
+    options = text.split("options:")[1]
+    assert "(default: None)" not in options
+    assert options.count("(default: 120.0)") == 1  # --stop-train-time-s
+    assert "--seeds" not in options.replace("--benchmark-seeds", "")  # old spellings hidden
+    assert "--tag" not in options and "--time-budget-s" not in options
+
+
 REFUSED_REUSE = {
     "different budget": (
         ["--stop-train-time-s", "60"],
