@@ -1,4 +1,4 @@
-"""The generated Markdown of ``sweeps.throughput`` (THROUGHPUT.md) and ``sweeps.profile``
+"""The generated Markdown of ``sweeps.throughput`` (THROUGHPUT.md) and ``sweeps.profiling``
 (PROFILE.md): the machine they ran on (CPUs, GPU or none, load average), command, versions and
 commit, then their tables. Pure functions of the figures: no Ray, no training."""
 
@@ -186,7 +186,7 @@ def throughput_markdown(
 
 
 # --------------------------------------------------------------------------------------------
-# sweeps.profile's report
+# sweeps.profiling's report
 # --------------------------------------------------------------------------------------------
 
 
@@ -221,7 +221,7 @@ def profile_markdown(
         f"Where the time goes: {args.env}",
         command,
         info,
-        "python -m sweeps.profile --markdown",
+        "python -m sweeps.profiling --markdown",
     )
     raw = profiles[0]["row"]["raw_env_steps_per_s"] if profiles else math.nan
     lines += [

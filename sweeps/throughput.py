@@ -42,7 +42,7 @@ from sweeps.common import OneLineErrorParser, UsageError, atomic_write_text, che
 def build_parser(
     prog: str = "python -m sweeps.throughput", doc: str = __doc__
 ) -> OneLineErrorParser:
-    """The flags shared by ``sweeps.throughput`` and ``sweeps.profile``."""
+    """The flags shared by ``sweeps.throughput`` and ``sweeps.profiling``."""
     p = OneLineErrorParser(
         prog=prog,
         description=doc.split("\n")[0],
@@ -110,7 +110,7 @@ def parse_args(
 
 
 # --------------------------------------------------------------------------------------------
-# Building and warming up one algorithm (shared with sweeps.profile)
+# Building and warming up one algorithm (shared with sweeps.profiling)
 # --------------------------------------------------------------------------------------------
 
 

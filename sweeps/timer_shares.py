@@ -1,4 +1,4 @@
-"""RLlib's timers as shares of wall-clock, for ``sweeps.profile``.
+"""RLlib's timers as shares of wall-clock, for ``sweeps.profiling``.
 
 RLlib times each stage of sampling and learning (``MetricsLogger.log_time``) and reports the
 mean time of one call; the counters of a measured window give how often each stage ran; their

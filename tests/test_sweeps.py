@@ -316,3 +316,13 @@ def test_smoke_request_variant(name, tmp_path, ray_session):
     assert rc == 0
     record = json.loads((experiment / "run.json").read_text())
     assert record["env_id"] == "CabsRequests-v0" and record["status"] == "finished"
+
+
+def test_no_sweeps_module_shadows_the_standard_library():
+    """``python sweeps/<name>.py`` puts sweeps/ first on the import path: a module there named
+    like a standard one (``profile``, ``types``...) replaces it for torch and Ray too."""
+    import sys
+    from pathlib import Path
+
+    names = {p.stem for p in (Path(__file__).parents[1] / "sweeps").glob("*.py")}
+    assert not names & set(sys.stdlib_module_names)

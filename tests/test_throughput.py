@@ -1,4 +1,4 @@
-"""``python -m sweeps.throughput`` and ``python -m sweeps.profile`` without training anything:
+"""``python -m sweeps.throughput`` and ``python -m sweeps.profiling`` without training anything:
 bad input is refused before Ray starts, and the figures they print (efficiency, replay ratio,
 "not started", scaling notes, timer shares) come out right from fake results. Their real runs
 are benchmarks, quoted in results/*/THROUGHPUT.md and PROFILE.md."""
@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from sweeps import perf_report, profile, throughput, timer_shares
+from sweeps import perf_report, profiling, throughput, timer_shares
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def _refused(capsys, main, argv: list[str]) -> str:
     return err
 
 
-@pytest.mark.parametrize("main", [throughput.main, profile.main])
+@pytest.mark.parametrize("main", [throughput.main, profiling.main])
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
@@ -61,14 +61,14 @@ def test_an_existing_report_may_be_overwritten(tmp_path):
     report.write_text("old")
     assert throughput.parse_args(["--markdown", str(report)]).markdown == str(report)
     deeper = tmp_path / "new" / "folder" / "PROFILE.md"
-    assert profile.parse_args(["--markdown", str(deeper)]).markdown == str(deeper)
+    assert profiling.parse_args(["--markdown", str(deeper)]).markdown == str(deeper)
 
 
 def test_parse_args_defaults_and_lists():
     args = throughput.parse_args(["--algos", "apex,dqn,apex", "--num-env-runners", "4,1,2,1"])
     assert args.algos == ["apex", "dqn"]
     assert args.num_env_runners == [1, 2, 4]
-    assert profile.parse_args([]).seconds == 20.0
+    assert profiling.parse_args([]).seconds == 20.0
 
 
 def test_trained_counter_prefers_apex_own_count():
@@ -295,7 +295,7 @@ def test_py_spy_top_functions():
         "<module> (a.py:1);g (envs/cabs.py:9) 10\n"
         "<module> (a.py:1);f (/x/site-packages/torch/nn/linear.py:7) 10\n"
     )
-    top, total = profile.top_functions(raw)
+    top, total = profiling.top_functions(raw)
     assert total == 50
     assert top[0] == ("f (torch/nn/linear.py)", pytest.approx(0.8))
     assert top[1] == ("g (envs/cabs.py)", pytest.approx(0.2))
@@ -316,7 +316,7 @@ def test_profile_markdown_summary(monkeypatch):
         "py_spy": {"driver": ([("f (x.py)", 0.5)], 100)},
         "fragment": 32,
     }
-    text = perf_report.profile_markdown([p], info, "python -m sweeps.profile", args)
+    text = perf_report.profile_markdown([p], info, "python -m sweeps.profiling", args)
     summary = next(line for line in text.splitlines() if line.startswith("| dqn |"))
     assert "RLModule inference 40%" in summary
     assert "timers/training_step" not in summary  # the total, not a cost of its own

@@ -2,10 +2,10 @@
 
 How to run
 ----------
-    python -m sweeps.profile --env cabs --seconds 20 --markdown results/cabs/PROFILE.md
-    python -m sweeps.profile --env pong --seconds 20 --max-warmup-s 300 \\
+    python -m sweeps.profiling --env cabs --seconds 20 --markdown results/cabs/PROFILE.md
+    python -m sweeps.profiling --env pong --seconds 20 --max-warmup-s 300 \\
         --markdown results/pong/PROFILE.md
-    python -m sweeps.profile --env pong --algos apex --seconds 20 --py-spy   # + sampled stacks
+    python -m sweeps.profiling --env pong --algos apex --seconds 20 --py-spy   # + sampled stacks
 
 Each algorithm is built and warmed up exactly as ``sweeps.throughput`` does (tuned defaults of
 its sweep file, until its learner has trained). Then its timers are restarted as running means
@@ -48,7 +48,7 @@ from sweeps import keys, perf_report, throughput, timer_shares
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = throughput.build_parser(prog="python -m sweeps.profile", doc=__doc__)
+    p = throughput.build_parser(prog="python -m sweeps.profiling", doc=__doc__)
     p.set_defaults(seconds=20.0)
     p.add_argument(
         "--py-spy",
@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         ray.shutdown()
     info["load_end"] = perf_report.load_average()
-    command = throughput.command_line("sweeps.profile", argv)
+    command = throughput.command_line("sweeps.profiling", argv)
     text = perf_report.profile_markdown(profiles, info, command, args)
     print(text)
     if args.json:
