@@ -9,6 +9,7 @@ One module per concern, each readable top to bottom:
 * ``learner.py``: DQN's torch learner with the target network on the trained-steps clock.
 * ``config.py``: ``ApexDQNConfig`` (knobs, defaults, validation) and ``cabs_config``.
 * ``algorithm.py``: ``ApexDQN``, the driver's training loop, and ``register``.
+* ``metrics.py``: what the driver reports under ``result["apex"]`` (a mixin of ``ApexDQN``).
 
 ``sweeps.algorithms.apex_dqn`` re-exports these names (the import path before the split).
 

@@ -1,6 +1,6 @@
 """Ape-X's driver: :class:`ApexDQN`, the training loop that keeps sample requests queued on
 every runner, feeds the learner from the replay shards, writes priorities back and syncs
-weights, plus the Ape-X metrics it reports under ``result["apex"]``; and :func:`register`.
+weights; and :func:`register`. What it reports under ``result["apex"]`` is in ``metrics.py``.
 The data flow is described in the package docstring (``sweeps/algorithms/apex/__init__.py``).
 """
 
@@ -38,6 +38,7 @@ from ray.rllib.utils.numpy import convert_to_numpy
 from sweeps.algorithms.apex.actor import sample_and_store
 from sweeps.algorithms.apex.config import ApexDQNConfig
 from sweeps.algorithms.apex.exploration import apply_runner_epsilon, current_epsilon
+from sweeps.algorithms.apex.metrics import ApexMetricsMixin
 from sweeps.algorithms.apex.replay import ITEM_ID, TREE_IDX, ApexReplayShard
 from sweeps.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
 
@@ -62,7 +63,7 @@ def in_flight_refs(env_runner_group: Any, tag: str) -> list[ray.ObjectRef]:
     return [ref for ref, (t, _) in in_flight.items() if t == tag]
 
 
-class ApexDQN(DQN):
+class ApexDQN(ApexMetricsMixin, DQN):
     """Ape-X DQN: asynchronous actors with fixed per-actor ε, sharded prioritized replay fed
     directly by the actors, one learner (the LearnerGroup, GPU if configured) and periodic
     non-blocking weight broadcast. See the module docstring for the data flow."""
@@ -436,79 +437,6 @@ class ApexDQN(DQN):
         for shard, parts in by_shard.items():
             tree_idx, item_id, td = (np.concatenate(column) for column in zip(*parts, strict=True))
             self._shards[shard].update_priorities.remote(tree_idx, item_id, td)
-
-    # -- waiting and stats
-
-    def _poll_shard_stats(self, interval_s: float = 0.5) -> None:
-        now = time.perf_counter()
-        if now - self._last_stats_t < interval_s:
-            return
-        if self._stats_reqs is not None:
-            ready, _ = ray.wait(self._stats_reqs, num_returns=len(self._stats_reqs), timeout=0)
-            if len(ready) < len(self._stats_reqs):
-                return
-            self._shard_stats = ray.get(self._stats_reqs)
-        self._stats_reqs = [s.stats.remote() for s in self._shards]
-        self._last_stats_t = now
-
-    def _iteration_metrics(self, iteration_s: float) -> dict[str, Any]:
-        sampled0, trained0, updates0, calls0 = self._iter_snapshot
-        self._iter_snapshot = (
-            self._sampled,
-            self._trained,
-            self._num_updates,
-            self._num_learner_calls,
-        )
-        per_s = 1.0 / iteration_s if iteration_s > 0 else math.nan
-        life_s = 1.0 / self._train_time_s if self._train_time_s > 0 else math.nan
-        runner_keys = {rid: f"runner_{rid}" for rid in self._runner_epsilon}
-        lag_updates = {
-            runner_keys[r]: self._num_updates - self._updates_at_sync[r]
-            for r in self._runner_epsilon
-        }
-        lag_seq = {
-            runner_keys[r]: self._num_updates - self._runner_seq_no.get(r, 0)
-            for r in self._runner_epsilon
-        }
-        shards = {f"shard_{i}": dict(stats) for i, stats in enumerate(self._shard_stats) if stats}
-        fills = [s["fill"] for s in self._shard_stats if s]
-        prios = [s["mean_priority"] for s in self._shard_stats if s]
-        n_results = max(self._num_sample_results, 1)
-        apex = {
-            "env_steps_sampled_lifetime": self._sampled,
-            "env_steps_trained_lifetime": self._trained,
-            "env_steps_sampled_per_s": (self._sampled - sampled0) * per_s,
-            "env_steps_trained_per_s": (self._trained - trained0) * per_s,
-            "env_steps_sampled_per_s_lifetime": self._sampled * life_s,
-            "env_steps_trained_per_s_lifetime": self._trained * life_s,
-            "replay_ratio": self._trained / self._sampled if self._sampled else 0.0,
-            "learner_updates_lifetime": self._num_updates,
-            "learner_updates_per_s": (self._num_updates - updates0) * per_s,
-            "learner_calls_lifetime": self._num_learner_calls,
-            "learner_calls_per_s": (self._num_learner_calls - calls0) * per_s,
-            "weight_syncs_lifetime": self._num_weight_syncs,
-            "training_step_calls_lifetime": self._num_training_step_calls,
-            "training_time_s": self._train_time_s,
-            "driver_idle_s_lifetime": self._idle_s,
-            "epsilon": {runner_keys[r]: e for r, e in self._runner_epsilon.items()},
-            "weight_sync_lag_updates": lag_updates,
-            "weight_sync_lag_seq_no": lag_seq,
-            "weight_sync_lag_updates_max": max(lag_updates.values(), default=0),
-            "sample_requests_in_flight_at_update_mean": (
-                float(np.mean(self._in_flight_at_update)) if self._in_flight_at_update else 0.0
-            ),
-            "replay_requests_in_flight": len(self._replay_reqs),
-            "replay_batches_queued": len(self._batch_queue),
-            "replay": shards,
-            "replay_fill_mean": float(np.mean(fills)) if fills else 0.0,
-            "replay_add_errors_lifetime": self._replay_add_errors,
-            "replay_mean_priority": float(np.mean(prios)) if prios else math.nan,
-            "runner_sample_s_mean": self._runner_timing["sample_s"] / n_results,
-            "runner_priority_s_mean": self._runner_timing["priority_s"] / n_results,
-            "runner_add_wait_s_mean": self._runner_timing["add_wait_s"] / n_results,
-        }
-        self._in_flight_at_update = self._in_flight_at_update[-1000:]
-        return apex
 
     @override(DQN)
     def cleanup(self) -> None:
