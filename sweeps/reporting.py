@@ -5,8 +5,7 @@ trial *starts* (so a running sweep can already be explored), then only a curated
 not RLlib's 150-key dump: first the columns a reader decides by (``leading_columns``: the
 judging return, % of optimum, time to target, env steps/s, each described), then
 ``CURATED_METRICS``. ``ProgressCallback`` prints a sweep-level status line and a short table,
-best trial first, every few seconds instead of Tune's config dumps; ``TuneStartLines`` keeps
-Tune's start lines (a TensorBoard command into a temporary folder) off the terminal.
+best trial first, every few seconds instead of Tune's config dumps.
 """
 
 from __future__ import annotations
@@ -18,8 +17,6 @@ from typing import Any
 
 from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
-from ray.tune.experimental.output import AirVerbosity
-from ray.tune.experimental.output import ProgressReporter as AirProgressReporter
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
@@ -351,34 +348,6 @@ class ProgressCallback(Callback):
 def _clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
-
-
-class TuneStartLines(AirProgressReporter):
-    """Keeps Tune's start lines off the terminal (the runner prints the run folder and the one
-    lasting TensorBoard command instead).
-
-    Adapter, read from Ray 2.60.0 (``ray/tune/tune.py``, ``ray/tune/experimental/output.py``):
-    whatever ``RunConfig(verbose=...)``, Tune calls ``experiment_started`` on the first
-    ``ProgressReporter`` among the callbacks, which prints an experiment table and a TensorBoard
-    command pointing at a temporary copy inside Ray's session folder; no public option turns that
-    off. Listed before Tune's own reporter, this one is found first and prints nothing; its
-    heartbeat stays below the verbosity and its trial hooks are Callback's no-ops (Tune's own
-    reporter still reports trial errors)."""
-
-    _heartbeat_threshold = AirVerbosity.VERBOSE + 1
-
-    def __init__(self) -> None:
-        super().__init__(AirVerbosity.SILENT)
-
-    def experiment_started(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-    def _print_heartbeat(self, *args: Any, **kwargs: Any) -> None:
-        pass
-
-
-for _hook in [name for name in vars(Callback) if name.startswith("on_")]:
-    setattr(TuneStartLines, _hook, getattr(Callback, _hook))
 
 
 def _short_params(trial: Trial, limit: int = 8) -> str:

@@ -185,7 +185,7 @@ def search(
     record["first_trial"] = first_trial  # the tuned defaults as search parameters
     write_record(record_path, record)
 
-    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback, TuneStartLines
+    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
 
     stop_reward = args.stop_reward
     tuner = tune.Tuner(
@@ -221,7 +221,6 @@ def search(
                     num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
                     pruning=scheduler_info["type"] == "asha",
                 ),
-                TuneStartLines(),  # before Tune's own reporter: its start lines stay off
                 FailureLog(),
                 InterruptWatch(),
             ],

@@ -156,18 +156,3 @@ def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
     rows = cb.table().splitlines()[1:]
     assert [row.split()[0] for row in rows] == ["ccc", "aaa", "bbb", "ddd"]  # best first
     assert rows[1].split()[1] == "completed" and rows[2].split()[1] == "pruned"
-
-
-def test_tune_start_lines_adapter_prints_nothing(capsys):
-    """Tune calls experiment_started on the first ray.tune.experimental.output.ProgressReporter
-    among the callbacks (Ray 2.60.0); ours prints nothing and reports no trials."""
-    from ray.tune.experimental.output import ProgressReporter
-
-    from sweeps.reporting import TuneStartLines
-
-    adapter = TuneStartLines()
-    assert isinstance(adapter, ProgressReporter)
-    adapter.experiment_started("exp", "/tmp/exp", "S", "A", 2, tensorboard_path="/tmp/ray/x")
-    adapter.print_heartbeat([], "", force=True)
-    adapter.on_trial_error(0, [], _FakeTrial("a", "ERROR"))
-    assert capsys.readouterr().out == ""
