@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import math
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ray.tune.callback import Callback
-
-from sweeps import keys
+from sweeps import keys, recovery
 from sweeps.cli import build_parser, parse_args
 from sweeps.common import UsageError, dotted, error_line, number
 from sweeps.placement import Plan, make_plan
@@ -67,7 +63,7 @@ def _experiment_dir(args: argparse.Namespace) -> Path:
 def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     """Run one sweep: parse → plan → search → fit → summarise. Returns the process exit code:
     0, 1 (a trial errored, or --as-test missed its target), 2 (bad input), 130 (interrupted)."""
-    _INTERRUPTED.clear()
+    recovery.INTERRUPTED.clear()
     try:
         args, config = parse(sweep, argv)
         placement = plan(sweep, args, config)
@@ -161,7 +157,7 @@ def search(
         except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
             msg = error_line(f"{type(e).__name__}: {e}")
             raise UsageError(f"cannot restore {experiment}: {msg}") from None
-        record = _resumed_record(record_path, args)
+        record = recovery.resumed_record(record_path, args)
         write_record(record_path, record)
         return tuner, record
 
@@ -221,8 +217,8 @@ def search(
                     num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
                     pruning=scheduler_info["type"] == "asha",
                 ),
-                FailureLog(),
-                InterruptWatch(),
+                recovery.FailureLog(),
+                recovery.InterruptWatch(),
             ],
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=args.checkpoint_freq,
@@ -238,20 +234,21 @@ def search(
 
 def fit(tuner: Any) -> Any:
     """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (Tune saves the experiment state and
-    ``_INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune took over."""
-    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(EXPERIMENT_STATE_PERIOD_S))
+    ``recovery.INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune
+    took over."""
+    os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
     previous_int = signal.getsignal(signal.SIGINT)
     previous_term = signal.getsignal(signal.SIGTERM)
 
     def on_term(signum, frame):  # SIGTERM: behave like Ctrl-C (Tune saves and stops)
-        _INTERRUPTED.set()
+        recovery.INTERRUPTED.set()
         signal.raise_signal(signal.SIGINT)
 
     signal.signal(signal.SIGTERM, on_term)
     try:
         return tuner.fit()
     except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune took over SIGINT
-        _INTERRUPTED.set()
+        recovery.INTERRUPTED.set()
         return None
     finally:
         signal.signal(signal.SIGTERM, previous_term)
@@ -262,9 +259,9 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
     """Close the run record (status, failures, end time), print the best trial, the failures
     and errors, and return the exit code."""
     experiment = _experiment_dir(args)
-    interrupted = _INTERRUPTED.is_set()
+    interrupted = recovery.INTERRUPTED.is_set()
     errors = [] if results is None else [r for r in results if r.error is not None]
-    failures = read_failures(experiment)
+    failures = recovery.read_failures(experiment)
     record["failures"] = failures
     record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if interrupted or results is None:
@@ -432,116 +429,6 @@ def _new_record(
         "ended_at": None,
         "status": "running",
     }
-
-
-# ------------------------------------------------------------------------------------------------
-# Interruption, failures, resume
-# ------------------------------------------------------------------------------------------------
-
-# Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles
-# the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.
-_INTERRUPTED = threading.Event()
-FAILURES_FILE = "failures.jsonl"
-# Seconds between saves of Tune's experiment state (which trials exist, their status and latest
-# checkpoint). Tune's "auto" saves at most every 10 s: a trial started and killed (SIGKILL, a lost
-# node) within that window is not in the saved state, so a resume reruns its configuration as a
-# new trial and leaves the old folder orphaned. A save is a few MB of JSON: cheap at this period.
-EXPERIMENT_STATE_PERIOD_S = 2
-
-
-class InterruptWatch(Callback):
-    """Notes a Ctrl-C in ``_INTERRUPTED`` and hands it on to Tune's own handler.
-
-    Tune installs its SIGINT handler when ``fit()`` starts (it then stops the trials, saves the
-    experiment state and returns normally, so no KeyboardInterrupt reaches the runner); callbacks
-    are set up right after that, so wrapping the handler here sees the signal first.
-    """
-
-    def setup(self, **info: Any) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        tune_handler = signal.getsignal(signal.SIGINT)
-
-        def on_sigint(signum, frame):
-            _INTERRUPTED.set()
-            if callable(tune_handler):
-                tune_handler(signum, frame)
-            else:
-                raise KeyboardInterrupt
-
-        signal.signal(signal.SIGINT, on_sigint)
-
-
-class FailureLog(Callback):
-    """Appends each trial failure (retried or final) to ``<sweep folder>/failures.jsonl``.
-
-    A file, not callback state, so that failures survive a resume and a killed driver."""
-
-    def on_trial_recover(self, iteration, trials, trial, **info):
-        self._log(trial, retried=True)
-
-    def on_trial_error(self, iteration, trials, trial, **info):
-        self._log(trial, retried=False)
-
-    @staticmethod
-    def _log(trial: Any, retried: bool) -> None:
-        latest = trial.latest_checkpoint_result
-        entry = {
-            "trial": trial.trial_id,
-            "failure": trial.num_failures,
-            "retried": retried,
-            "iteration": (trial.last_result or {}).get("training_iteration", 0),
-            # The iteration a retry resumes from (0: from the start, no checkpoint yet).
-            "checkpoint_iteration": (latest.metrics or {}).get("training_iteration", 0)
-            if latest
-            else 0,
-            "error": _last_error_line(trial.error_file),
-            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        }
-        try:
-            with open(Path(trial.path).parent / FAILURES_FILE, "a") as f:
-                f.write(json.dumps(entry) + "\n")
-        except OSError:
-            pass
-
-
-def _last_error_line(error_file: str | None) -> str:
-    """The exception line of the latest failure in a trial's error.txt."""
-    try:
-        text = Path(error_file).read_text() if error_file else ""
-    except OSError:
-        return "(error.txt unreadable)"
-    return error_line(text)
-
-
-def read_failures(experiment: Path) -> list[dict[str, Any]]:
-    """The failures a sweep has logged so far (unreadable lines are skipped)."""
-    out = []
-    try:
-        lines = (experiment / FAILURES_FILE).read_text().splitlines()
-    except OSError:
-        return out
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
-
-
-def _resumed_record(record_path: Path, args) -> dict[str, Any]:
-    record = json.loads(record_path.read_text())  # checked readable by the CLI
-    record.setdefault("resumes", []).append(
-        {
-            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "argv": args.argv,
-            "previous_status": record.get("status"),
-            "git_commit": git_commit(),
-            "git_dirty": git_dirty(),
-        }
-    )
-    record.update(status="running", ended_at=None)
-    return record
 
 
 def _best_trial(results: Any, judged: keys.Key) -> Any:
