@@ -217,6 +217,12 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     o.add_argument(
         "--progress-interval-s", type=positive_float, help="seconds between progress tables"
     )
+    o.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (resources, bundles, trials at once), the folder, the budget and "
+        "the search space, then exit without starting trials or writing anything",
+    )
 
     if sweep.env == "cabs":
         c = p.add_argument_group("cab env")

@@ -67,6 +67,9 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     try:
         args, config = parse(sweep, argv)
         placement = plan(sweep, args, config)
+        if args.dry_run:
+            print(dry_run_lines(sweep, args, config), flush=True)
+            return 0
         tuner, record = search(sweep, args, config, placement)
     except UsageError as e:
         print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
@@ -98,6 +101,36 @@ def start_lines(args: argparse.Namespace) -> str:
     return (
         f"[sweep] run folder: {experiment}\n[sweep] TensorBoard: tensorboard --logdir {experiment}"
     )
+
+
+def dry_run_lines(sweep: Sweep, args: argparse.Namespace, config: Any) -> str:
+    """What a run would do (after the plan lines): folder, budget, search, the first trial."""
+    stop = {k: v for k, v in _stop_criteria(sweep, args).items() if v is not None}
+    lines = [
+        f"[dry-run] folder: {_experiment_dir(args)} (not created)",
+        "[dry-run] budget: sweep wall-clock "
+        + (f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited")
+        + "; each trial stops at "
+        + " or ".join(f"{k} >= {v:g}" for k, v in stop.items()),
+    ]
+    if args.resume:
+        lines.append(f"[dry-run] would resume {args.resume} with its recorded settings")
+    elif args.benchmark_seeds:
+        seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
+        lines.append(f"[dry-run] benchmark: the tuned defaults once per seed {seeds}, FIFO")
+    else:
+        _, info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
+        lines.append(
+            f"[dry-run] search: {args.search} ({args.num_samples} trials, seed {args.seed}), "
+            f"scheduler: " + ", ".join(f"{k}={v}" for k, v in info.items())
+        )
+        for name, dist in search_space_description(sweep.sample_params).items():
+            lines.append(f"[dry-run]   {name}: {dist}")
+        tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
+        lines.append(_describe_first_trial(unexpressed).replace("[sweep]", "[dry-run]"))
+        lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
+    lines.append("[dry-run] nothing started, nothing written")
+    return "\n".join(lines)
 
 
 def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:

@@ -156,3 +156,34 @@ def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
     rows = cb.table().splitlines()[1:]
     assert [row.split()[0] for row in rows] == ["ccc", "aaa", "bbb", "ddd"]  # best first
     assert rows[1].split()[1] == "completed" and rows[2].split()[1] == "pruned"
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. --dry-run, python -m sweeps
+# ------------------------------------------------------------------------------------------------
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys, ray_session):
+    from sweeps import dqn_cabs
+
+    storage = tmp_path / "runs"
+    rc = dqn_cabs.main(["--storage-path", str(storage), "--name", "exp", "--dry-run"])
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "[plan] each trial:" in out and "trial(s) at once" in out
+    assert f"[dry-run] folder: {storage / 'exp'} (not created)" in out
+    assert "[dry-run] budget: sweep wall-clock 900 s" in out
+    assert "[dry-run]   hp/lr: loguniform(" in out
+    assert "[dry-run] trial 1: the tuned defaults" in out
+    assert not storage.exists()
+
+
+def test_python_m_sweeps_lists_every_sweep_with_its_description(capsys):
+    from sweeps.__main__ import main
+
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    for name in SWEEPS:
+        line = next(line for line in out.splitlines() if line.split()[:1] == [name])
+        assert len(line.split()) > 3  # a description follows the name
+    assert main(["dqn_cabs"]) == 2

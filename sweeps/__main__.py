@@ -1,0 +1,48 @@
+"""``python -m sweeps``: the sweeps there are, each with its one-line description.
+
+Read from the sweep files' source (their module docstring and a ``SWEEP = ...`` assignment), so
+listing imports no RLlib and runs nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def sweeps() -> dict[str, str]:
+    """``{sweep name: first line of its docstring}`` for every ``sweeps/<name>.py`` that defines
+    ``SWEEP``, sorted by name."""
+    found = {}
+    for path in sorted(HERE.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defines = any(
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", None) == "SWEEP" for t in node.targets)
+            for node in tree.body
+        )
+        if defines:
+            found[path.stem] = (ast.get_docstring(tree) or "").split("\n")[0]
+    return found
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in ("-h", "--help"):
+        print(f"python -m sweeps: unexpected argument {argv[0]!r} (it takes none)", file=sys.stderr)
+        return 2
+    found = sweeps()
+    width = max(map(len, found))
+    print("Sweeps (python sweeps/<name>.py --help for each one's flags and how to run it):")
+    for name, line in found.items():
+        print(f"  {name.ljust(width)}  {line}")
+    print("Try one without running it: python sweeps/apex_cabs.py --dry-run")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
