@@ -20,6 +20,7 @@ from typing import Any
 from sweeps import keys, recovery
 from sweeps.cli import build_parser, parse_args
 from sweeps.common import UsageError, dotted, error_line, number
+from sweeps.dry_run import dry_run_lines
 from sweeps.placement import Plan, make_plan
 from sweeps.placement import configure as configure_placement
 from sweeps.record import (
@@ -32,7 +33,7 @@ from sweeps.record import (
     write_record,
 )
 from sweeps.sweep import Sweep
-from sweeps.tuned import tuned_point
+from sweeps.tuned import describe_first_trial, tuned_point
 
 RECORD_FILE = "run.json"
 
@@ -68,7 +69,9 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
         args, config = parse(sweep, argv)
         placement = plan(sweep, args, config)
         if args.dry_run:
-            print(dry_run_lines(sweep, args, config), flush=True)
+            _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
+            stop = _stop_criteria(sweep, args)
+            print(dry_run_lines(sweep, args, config, stop, scheduler_info), flush=True)
             return 0
         tuner, record = search(sweep, args, config, placement)
     except UsageError as e:
@@ -101,36 +104,6 @@ def start_lines(args: argparse.Namespace) -> str:
     return (
         f"[sweep] run folder: {experiment}\n[sweep] TensorBoard: tensorboard --logdir {experiment}"
     )
-
-
-def dry_run_lines(sweep: Sweep, args: argparse.Namespace, config: Any) -> str:
-    """What a run would do (after the plan lines): folder, budget, search, the first trial."""
-    stop = {k: v for k, v in _stop_criteria(sweep, args).items() if v is not None}
-    lines = [
-        f"[dry-run] folder: {_experiment_dir(args)} (not created)",
-        "[dry-run] budget: sweep wall-clock "
-        + (f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited")
-        + "; each trial stops at "
-        + " or ".join(f"{k} >= {v:g}" for k, v in stop.items()),
-    ]
-    if args.resume:
-        lines.append(f"[dry-run] would resume {args.resume} with its recorded settings")
-    elif args.benchmark_seeds:
-        seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
-        lines.append(f"[dry-run] benchmark: the tuned defaults once per seed {seeds}, FIFO")
-    else:
-        _, info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
-        lines.append(
-            f"[dry-run] search: {args.search} ({args.num_samples} trials, seed {args.seed}), "
-            f"scheduler: " + ", ".join(f"{k}={v}" for k, v in info.items())
-        )
-        for name, dist in search_space_description(sweep.sample_params).items():
-            lines.append(f"[dry-run]   {name}: {dist}")
-        tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
-        lines.append(_describe_first_trial(unexpressed).replace("[sweep]", "[dry-run]"))
-        lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
-    lines.append("[dry-run] nothing started, nothing written")
-    return "\n".join(lines)
 
 
 def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
@@ -207,7 +180,7 @@ def search(
         searcher = make_searcher(sweep, args, metric, points_to_evaluate=[tuned])
         num_samples = args.num_samples
         first_trial = {"params": tuned, "not_expressed": unexpressed}
-        print(_describe_first_trial(unexpressed), flush=True)
+        print("[sweep] " + describe_first_trial(unexpressed), flush=True)
         scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, scheduler_info)
@@ -375,15 +348,6 @@ def make_searcher(
         mode="max",
         sampler=sampler,
         points_to_evaluate=points_to_evaluate or None,
-    )
-
-
-def _describe_first_trial(unexpressed: list[str]) -> str:
-    if not unexpressed:
-        return "[sweep] trial 1: the tuned defaults; the search samples the rest"
-    return (
-        "[sweep] trial 1: the tuned defaults, except " + ", ".join(unexpressed) + " (sampled: "
-        "the search space cannot express their tuned values); the search samples the rest"
     )
 
 

@@ -198,3 +198,12 @@ def _bisect(f, low: float, high: float, log: bool) -> float | None:
         else:
             hi = mid
     return to((lo + hi) / 2)
+
+
+def describe_first_trial(unexpressed: list[str]) -> str:
+    if not unexpressed:
+        return "trial 1: the tuned defaults; the search samples the rest"
+    return (
+        "trial 1: the tuned defaults, except " + ", ".join(unexpressed) + " (sampled: the "
+        "search space cannot express their tuned values); the search samples the rest"
+    )

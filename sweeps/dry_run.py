@@ -1,0 +1,47 @@
+"""``--dry-run``: what a sweep would do, printed after the placement plan; nothing starts and
+nothing is written."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from sweeps.record import search_space_description
+from sweeps.sweep import Sweep
+from sweeps.tuned import describe_first_trial, tuned_point
+
+
+def dry_run_lines(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    config: Any,
+    stop: dict[str, float | None],
+    scheduler_info: dict[str, Any],
+) -> str:
+    """The folder, the budget, the search and its space, and the first trial's tuned point."""
+    experiment = Path(args.storage_path).expanduser().resolve() / args.name
+    stops = " or ".join(f"{k} >= {v:g}" for k, v in stop.items() if v is not None)
+    budget = f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited"
+    lines = [
+        f"[dry-run] folder: {experiment} (not created)",
+        f"[dry-run] budget: sweep wall-clock {budget}; each trial stops at {stops}",
+    ]
+    if args.resume:
+        lines.append(f"[dry-run] would resume {args.resume} with its recorded settings")
+    elif args.benchmark_seeds:
+        seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
+        lines.append(f"[dry-run] benchmark: the tuned defaults once per seed {seeds}, FIFO")
+    else:
+        scheduler = ", ".join(f"{k}={v}" for k, v in scheduler_info.items())
+        lines.append(
+            f"[dry-run] search: {args.search} ({args.num_samples} trials, seed {args.seed}), "
+            f"scheduler: {scheduler}"
+        )
+        for name, dist in search_space_description(sweep.sample_params).items():
+            lines.append(f"[dry-run]   {name}: {dist}")
+        tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
+        lines.append("[dry-run] " + describe_first_trial(unexpressed))
+        lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
+    lines.append("[dry-run] nothing started, nothing written")
+    return "\n".join(lines)
