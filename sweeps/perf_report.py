@@ -110,8 +110,10 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     for r in rows:
         per_algo.setdefault(r["algo"], set()).add(r["num_env_runners"])
     scaling = any(len(counts) > 1 for counts in per_algo.values())
-    base = {}
-    for r in sorted(rows, key=lambda r: r["num_env_runners"]):
+    # Scaling is against the fewest remote runners; 0 runners (sampling in the driver) is its own
+    # row, compared with nothing.
+    base: dict[str, Mapping[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: (r["num_env_runners"] == 0, r["num_env_runners"])):
         base.setdefault(r["algo"], r)
     header = [
         "algorithm",
@@ -124,7 +126,7 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         "runner efficiency (per runner / raw env)",
     ]
     if scaling:
-        header.append("sampled/s vs fewest runners")
+        header.append("sampled/s vs fewest remote runners")
     header += ["training_step calls/iter", "warm-up s", "build s"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     order = {a: i for i, a in enumerate(ALGOS)}
@@ -140,8 +142,14 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             fmt_pct(r["runner_efficiency"]),
         ]
         if scaling:
-            b = base[r["algo"]]["env_steps_sampled_per_s"]
-            cells.append(f"{r['env_steps_sampled_per_s'] / b:.2f}x" if b and b > 0 else "—")
+            b = base[r["algo"]]
+            b_rate = b["env_steps_sampled_per_s"]
+            own_row = r["num_env_runners"] == 0 and b["num_env_runners"] != 0
+            cells.append(
+                "—"
+                if own_row or not b_rate or b_rate <= 0
+                else f"{r['env_steps_sampled_per_s'] / b_rate:.2f}x"
+            )
         cells += [
             fmt_num(r["training_step_calls_per_iter"], ".1f"),
             fmt_num(r["warmup_s"], ".0f"),
@@ -193,7 +201,7 @@ def throughput_markdown(
 def top_stages(rows: Sequence[Mapping[str, Any]], exclude: tuple[str, ...] = TOTALS) -> str:
     """The three largest shares, totals (which contain other stages) left out."""
     ranked = sorted(
-        (r for r in rows if r["share"] is not None and not r["stage"].startswith(exclude)),
+        (r for r in rows if (r["share"] or 0) > 0 and not r["stage"].startswith(exclude)),
         key=lambda r: -r["share"],
     )
     return ", ".join(f"{r['stage']} {fmt_pct(r['share'])}" for r in ranked[:3]) or "—"

@@ -291,6 +291,8 @@ def make_row(
         trained_per_s_out = trained_per_s
         if not started_in_warmup:
             note = "learning started during the measured window (trained/s understated)"
+    if sampled_per_s <= 0:
+        note = "; ".join(filter(None, [note, "no env steps sampled in the measured window"]))
     return {
         "algo": algo,
         "env": env,

@@ -133,18 +133,36 @@ def test_learning_started_in_the_window_is_flagged():
 
 def test_table_scaling_column_only_with_several_runner_counts():
     single = perf_report.throughput_table([_row(), _row(algo="impala", runners=0)])
-    assert "vs fewest runners" not in single[0]
+    assert "vs fewest remote runners" not in single[0]
     rows = [
         _row(algo="impala", runners=1, sampled_per_s=500.0),
         _row(algo="impala", runners=2, sampled_per_s=900.0),
         _row(algo="dqn", runners=1),
     ]
     table = perf_report.throughput_table(rows)
-    assert "vs fewest runners" in table[0]
+    assert "vs fewest remote runners" in table[0]
     body = table[2:]
     assert [line.split(" | ")[0] for line in body] == ["| dqn", "| impala", "| impala"]
     assert "1.80x" in body[2]
     assert "| 28% |" in body[2]  # 900/s over 2 runners = 450/s per runner, raw 1,600/s
+
+
+def test_zero_runners_is_its_own_row_not_the_scaling_baseline():
+    rows = [
+        _row(algo="appo", runners=0, sampled_per_s=900.0),
+        _row(algo="appo", runners=1, sampled_per_s=300.0),
+        _row(algo="appo", runners=2, sampled_per_s=450.0),
+    ]
+    body = perf_report.throughput_table(rows)[2:]
+    assert "| — |" in body[0]  # 0 runners: compared with nothing
+    assert "| 1.00x |" in body[1] and "| 1.50x |" in body[2]
+
+
+def test_a_window_without_sampling_says_so():
+    row = _row(sampled_per_s=0.0)
+    assert row["note"] == "no env steps sampled in the measured window"
+    assert row["replay_ratio"] is None
+    assert "1,600 (no env steps sampled" in perf_report.trained_text(row)
 
 
 def test_scaling_note_names_the_runner_counts_the_machine_cannot_show():
