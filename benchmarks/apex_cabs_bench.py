@@ -62,14 +62,6 @@ def greedy_return(module: Any, env_id: str, episodes: int, seed: int) -> float:
     return float(returns.mean())
 
 
-def _value(text: str) -> Any:
-    """A --set value: JSON (numbers, true/false, lists, strings in quotes) or a bare string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     """The sweep file's tuned defaults (``sweeps/<algo>_cabs.py``: the config a benchmark or
     sweep trial starts from), evaluation off (greedy evaluation happens here), ``--set``
@@ -79,7 +71,8 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     import torch
 
     from envs import CABS_REQUESTS
-    from sweeps.cli import build_parser
+    from sweeps.cli import apply_settings, build_parser
+    from sweeps.common import UsageError
 
     module = importlib.import_module(f"sweeps.{args.algo}_cabs")
     variant = "requests" if args.env == CABS_REQUESTS else "base"
@@ -90,10 +83,10 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     config.evaluation(evaluation_interval=None)
     config.reporting(min_time_s_per_iteration=args.iter_s, min_sample_timesteps_per_iteration=0)
     config.debugging(log_level="ERROR")
-    for key, value in args.set:
-        if not hasattr(config, key):
-            raise SystemExit(f"--set: {type(config).__name__} has no setting {key!r}")
-        config.update_from_dict({key: value})
+    try:
+        apply_settings(config, args.set)
+    except UsageError as e:
+        raise SystemExit(str(e)) from None
     # One torch thread for a learner in the driver, as a Tune trial gets (num_cpus=1).
     torch.set_num_threads(1)
     return config.build_algo()
@@ -185,6 +178,8 @@ def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from sweeps.cli import setting
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter
     )
@@ -204,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         default=[],
         metavar="KEY=VALUE",
-        type=lambda kv: (kv.partition("=")[0], _value(kv.partition("=")[2])),
+        type=setting,
         help="override a tuned default (an AlgorithmConfig attribute), e.g. lr=3e-3 gamma=0.95",
     )
     parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")

@@ -52,6 +52,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "iteration_s": None,
     "verbose": False,
     "resume": None,
+    "set": [],
 }
 
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
@@ -112,6 +113,31 @@ def _gpus(text: str) -> float:
     return value
 
 
+def setting(text: str) -> tuple[str, Any]:
+    """A ``--set KEY=VALUE`` argument: the value read as JSON (numbers, true/false, lists,
+    quoted strings), else as a bare string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except json.JSONDecodeError:
+        return key.strip(), value
+
+
+def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
+    """``--set`` overrides on an AlgorithmConfig; a UsageError names a key that is not one of
+    its settings (a method, a private attribute, a typo) or a value it refuses."""
+    for key, value in settings:
+        if key.startswith("_") or not hasattr(config, key) or callable(getattr(config, key)):
+            raise UsageError(f"--set {key}=...: {type(config).__name__} has no setting {key!r}")
+        try:
+            config.update_from_dict({key: value})
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"--set {key}={value!r}: {e}") from None
+    return config
+
+
 def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     """The shared parser: kebab-case flags with help text; a sweep changes defaults only."""
     p = OneLineErrorParser(
@@ -140,6 +166,15 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         type=count(1),
         help="benchmark mode: no search; run the tuned defaults once per seed "
         "(--seed, --seed+1, ...) with FIFO scheduling",
+    )
+
+    s.add_argument(
+        "--set",
+        action="append",
+        type=setting,
+        metavar="KEY=VALUE",
+        help="override a tuned default: an AlgorithmConfig setting, the value read as JSON, "
+        "else as a string (e.g. --set lr=1e-3 --set gamma=0.9); repeatable",
     )
 
     b = p.add_argument_group("budget")
@@ -191,7 +226,12 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     o = p.add_argument_group("output")
     o.add_argument("--storage-path", help="where sweep folders are written")
     o.add_argument("--name", help="sweep folder name (default: <sweep>-<date>-<time>)")
-    o.add_argument("--eval-interval", type=count(1), help="greedy evaluation every N iterations")
+    o.add_argument(
+        "--eval-interval",
+        type=count(0),
+        help="greedy evaluation every N iterations (0: off; cab trials are then judged by the "
+        "training return)",
+    )
     o.add_argument("--eval-episodes", type=count(1), help="episodes per greedy evaluation")
     o.add_argument(
         "--iteration-s",

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps import keys, recovery
-from sweeps.cli import build_parser, parse_args
+from sweeps.cli import apply_settings, build_parser, parse_args
 from sweeps.common import UsageError, dotted, error_line, number
 from sweeps.dry_run import dry_run_lines
 from sweeps.placement import Plan, make_plan
@@ -44,12 +44,14 @@ def _targets(sweep: Sweep, optimum: float | None) -> list[float]:
     return [18.0, 20.0]
 
 
-def _judged_by(sweep: Sweep) -> keys.Key:
+def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     """The return that judges a trial: what Optuna maximises, what ASHA compares, what
     --stop-reward/--as-test and the best-trial pick use. Greedy (explore=False) on cabs: the
     training return there is the exploring actors' (Ape-X runs up to ε = 0.4), which ranks
-    trials by their exploration more than by their policy. Pong: the training return."""
-    return keys.GREEDY_RETURN if sweep.env == "cabs" else keys.RETURN_MEAN
+    trials by their exploration more than by their policy. Pong, and cabs with greedy
+    evaluation off (--eval-interval 0): the training return."""
+    greedy = sweep.env == "cabs" and args.eval_interval > 0
+    return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
 
 
 def _experiment_dir(args: argparse.Namespace) -> Path:
@@ -90,6 +92,7 @@ def parse(sweep: Sweep, argv: Sequence[str] | None) -> tuple[argparse.Namespace,
         config = sweep.make_config(args)
     except ValueError as e:  # e.g. an ill-typed env-config value
         raise UsageError(str(e)) from None
+    apply_settings(config, args.set)  # --set key=value on the tuned defaults
     if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
         config.reporting(
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
@@ -143,7 +146,7 @@ def search(
 
     experiment = _experiment_dir(args)
     record_path = experiment / RECORD_FILE
-    metric = keys.flat(_judged_by(sweep))  # one signal searches, prunes and stops
+    metric = keys.flat(_judged_by(sweep, args))  # one signal searches, prunes and stops
     param_space = config.to_dict()
     if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
         seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
@@ -212,12 +215,12 @@ def search(
             callbacks=[
                 HParamsLoggerCallback(
                     sweep.extra_metrics,
-                    metric=_judged_by(sweep),
+                    metric=_judged_by(sweep, args),
                     target=stop_reward if stop_reward is not None else max(record["targets"]),
                 ),
                 ProgressCallback(
                     interval_s=args.progress_interval_s,
-                    metric=_judged_by(sweep),
+                    metric=_judged_by(sweep, args),
                     stop=stop,
                     time_budget_s=args.time_budget_s,
                     num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
@@ -280,7 +283,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
     if results is None or len(results) == 0:
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
-    judged = _judged_by(sweep)
+    judged = _judged_by(sweep, args)
     best = _best_trial(results, judged)
     reached_any = False
     for r in results:
@@ -375,7 +378,7 @@ def _stop_criteria(sweep: Sweep, args: argparse.Namespace) -> dict[str, float | 
     """A trial stops once any of these (flat result key: threshold) is reached; None: unset."""
     return {
         keys.flat(keys.ENV_STEPS): args.stop_timesteps,
-        keys.flat(_judged_by(sweep)): args.stop_reward,
+        keys.flat(_judged_by(sweep, args)): args.stop_reward,
         keys.flat(keys.TRAIN_TIME_S): args.stop_train_time_s,
     }
 
@@ -407,7 +410,7 @@ def _new_record(
         "hyperparameters": hyperparameters(sweep.sample_params),
         "search_space": search_space_description(sweep.sample_params),
         "base_config": config.to_dict(),
-        "metric": keys.flat(_judged_by(sweep)),
+        "metric": keys.flat(_judged_by(sweep, args)),
         "mode": "max",
         "stop": stop,
         "scheduler": scheduler_info,

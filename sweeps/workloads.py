@@ -33,7 +33,7 @@ def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfi
         )
         .learners(num_learners=args.num_learners, num_gpus_per_learner=gpus or 0)
         .evaluation(
-            evaluation_interval=args.eval_interval,
+            evaluation_interval=args.eval_interval or None,  # 0: greedy evaluation off
             evaluation_duration=args.eval_episodes,
             evaluation_duration_unit="episodes",
             evaluation_num_env_runners=0,

@@ -187,3 +187,56 @@ def test_python_m_sweeps_lists_every_sweep_with_its_description(capsys):
         line = next(line for line in out.splitlines() if line.split()[:1] == [name])
         assert len(line.split()) > 3  # a description follows the name
     assert main(["dqn_cabs"]) == 2
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. --set, --eval-interval 0
+# ------------------------------------------------------------------------------------------------
+
+
+def test_set_overrides_a_tuned_default_and_the_first_trial_follows(tmp_path):
+    from sweeps.tuned import tuned_point
+
+    sweep = _sweep("dqn_cabs")
+    epsilon = "epsilon=[[0, 1.0], [2000, 0.05]]"
+    config = _config(sweep, tmp_path, "--set", "lr=1e-3", "--set", epsilon)
+    assert config["lr"] == 1e-3 and config["epsilon"] == [[0, 1.0], [2000, 0.05]]
+    point, unexpressed = tuned_point(sweep.sample_params, config)
+    assert unexpressed == [] and point["hp/lr"] == 1e-3
+    assert point["hp/epsilon_decay_steps"] == 2000
+    huber = _config(sweep, tmp_path, "--set", "td_error_loss_fn=huber")
+    assert huber["td_error_loss_fn"] == "huber"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--set", "no_such_setting=1"], "has no setting"),
+        (["--set", "lr"], "expected KEY=VALUE"),
+        (["--set", "validate=1"], "has no setting"),  # a method, not a setting
+    ],
+)
+def test_set_refuses_unknown_keys_in_one_line(argv, words, tmp_path, capsys):
+    from sweeps import dqn_cabs
+
+    try:
+        rc = dqn_cabs.main(["--storage-path", str(tmp_path / "runs"), *argv])
+    except SystemExit as exc:  # the parser's own refusal
+        rc = exc.code
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
+    from sweeps import keys
+    from sweeps.cli import parse_args
+    from sweeps.runner import _judged_by
+
+    sweep = _sweep("dqn_cabs")
+    assert _config(sweep, tmp_path, "--eval-interval", "0")["evaluation_interval"] is None
+    args = parse_args(sweep, ["--storage-path", str(tmp_path), "--eval-interval", "0"])
+    assert _judged_by(sweep, args) == keys.RETURN_MEAN
+    args = parse_args(sweep, ["--storage-path", str(tmp_path)])
+    assert _judged_by(sweep, args) == keys.GREEDY_RETURN
