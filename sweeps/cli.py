@@ -138,12 +138,30 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
     return config
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """The sweep docstring as written ("How to run", "Results to expect"), and each flag's
+    default once: not appended where the help text already says it, nor for an unset value
+    (None) or an off switch."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False) or action.default == []:
+            return text
+        return super()._get_help_string(action)
+
+
+def _docstring(sweep: Sweep) -> str:
+    """The sweep file's module docstring (its description for --help)."""
+    module = sys.modules.get(getattr(sweep.make_config, "__module__", ""))
+    return (getattr(module, "__doc__", None) or sweep.description).strip()
+
+
 def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     """The shared parser: kebab-case flags with help text; a sweep changes defaults only."""
     p = OneLineErrorParser(
         prog=f"python sweeps/{sweep.name}.py",
-        description=sweep.description or f"{sweep.algo} sweep on {sweep.env}",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description=_docstring(sweep) or f"{sweep.algo} sweep on {sweep.env}",
+        formatter_class=HelpFormatter,
         # No abbreviations: a typo is refused, and --smoke/--resume see every flag given.
         allow_abbrev=False,
     )

@@ -240,3 +240,21 @@ def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
     assert _judged_by(sweep, args) == keys.RETURN_MEAN
     args = parse_args(sweep, ["--storage-path", str(tmp_path)])
     assert _judged_by(sweep, args) == keys.GREEDY_RETURN
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. --help
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", SWEEPS)
+def test_help_shows_how_to_run_and_every_default_once(name):
+    import re
+
+    from sweeps.cli import build_parser
+
+    text = build_parser(_sweep(name)).format_help()
+    assert "How to run" in text and "Results to expect" in text
+    assert "(default: None)" not in text and "(default: False)" not in text
+    flags = re.split(r"\n  (?=-)", text)
+    assert all(block.count("default") <= 1 for block in flags if block.startswith("--"))
