@@ -22,7 +22,7 @@ ALE_PONG_ID = "ale_py:ALE/Pong-v5"
 
 PONG_DEFAULTS: dict[str, Any] = {
     "dim": 64,  # observation height and width (64 as RLlib's tuned examples, or 84)
-    "framestack": 4,
+    "framestack": 4,  # frames stacked by the env; 0: none (an algorithm's connectors stack them)
     "frameskip": 4,  # frames per agent step, max-pooled over the last two
     "repeat_action_probability": 0.0,  # sticky actions, as RLlib's examples
 }
@@ -44,10 +44,10 @@ def validate_pong_config(config: Mapping[str, Any] | None = None) -> dict[str, A
             f"unknown Pong config key(s) {unknown}; known keys: {sorted(PONG_DEFAULTS)}"
         )
     merged = {**PONG_DEFAULTS, **config}
-    for key in ("dim", "framestack", "frameskip"):
+    for key, least in (("dim", 1), ("framestack", 0), ("frameskip", 1)):
         value = merged[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"Pong config {key!r} must be an int >= 1, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or value < least:
+            raise ValueError(f"Pong config {key!r} must be an int >= {least}, got {value!r}")
     probability = merged["repeat_action_probability"]
     if (
         not isinstance(probability, int | float)
@@ -78,5 +78,5 @@ def make_pong(config: Mapping[str, Any] | None = None, **kwargs: Any) -> gym.Env
         env,
         dim=settings["dim"],
         frameskip=settings["frameskip"],
-        framestack=settings["framestack"],
+        framestack=settings["framestack"] or None,
     )

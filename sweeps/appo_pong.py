@@ -39,7 +39,7 @@ TUNED: dict[str, Any] = {
 
 
 def make_config(args: argparse.Namespace) -> APPOConfig:
-    return workloads.pong(APPOConfig().training(**TUNED), args)
+    return workloads.pong(APPOConfig().training(**TUNED), args, stack_in_connectors=True)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

@@ -41,7 +41,7 @@ TUNED: dict[str, Any] = {
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
     config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=50)
-    return workloads.pong(config, args)
+    return workloads.pong(config, args, stack_in_connectors=True)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from typing import Any
 
 from sweeps import keys, perf_report
 from sweeps.benchmark import ALGOS, _algo_list, _int_list
-from sweeps.cli import count, positive_float
+from sweeps.cli import apply_settings, count, positive_float, setting
 from sweeps.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
 
 
@@ -84,6 +84,15 @@ def build_parser(
         default=1.0,
         help="min wall-clock per training iteration (the time resolution of the measurement)",
     )
+    p.add_argument(
+        "--set",
+        action="append",
+        type=setting,
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a tuned default in every algorithm built, as a sweep's --set does "
+        "(e.g. --set num_aggregator_actors_per_learner=2); repeatable",
+    )
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.add_argument("--markdown", help="also write a generated Markdown report")
     return p
@@ -106,6 +115,11 @@ def parse_args(
             check_writable(target if not target.exists() else target.parent)
         except UsageError as err:
             parser.error(f"--{flag}: {err}")
+    for algo in args.algos if args.set else ():  # a --set that is no setting: before Ray
+        try:
+            tuned_config(algo, args, None)
+        except UsageError as err:
+            parser.error(str(err))
     return args
 
 
@@ -114,12 +128,10 @@ def parse_args(
 # --------------------------------------------------------------------------------------------
 
 
-def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any:
-    """The sweep file's tuned defaults for ``algo`` on ``args.env``, evaluation off."""
-    import ray
-
+def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any, Any]:
+    """The sweep file's tuned defaults for ``algo`` on ``args.env`` with ``--set`` applied,
+    evaluation off, and the sweep's parsed arguments; starts nothing."""
     from sweeps.cli import build_parser as sweep_parser
-    from sweeps.placement import configure
 
     module = importlib.import_module(f"sweeps.{algo}_{args.env}")
     sweep_argv = ["--variant", args.variant] if args.env == "cabs" else []
@@ -129,10 +141,20 @@ def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any
         sweep_argv += ["--num-envs-per-env-runner", str(args.num_envs_per_env_runner)]
     sweep_args = sweep_parser(module.SWEEP).parse_args(sweep_argv)
     config = module.make_config(sweep_args).evaluation(evaluation_interval=None)
+    apply_settings(config, getattr(args, "set", None) or [])
     config.reporting(
         min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
     )
-    # The learner on the GPU when the cluster has one, as in a sweep.
+    return config, sweep_args
+
+
+def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any:
+    """:func:`tuned_config` placed on this cluster: the learner on the GPU when there is one."""
+    import ray
+
+    from sweeps.placement import configure
+
+    config, sweep_args = tuned_config(algo, args, runners)
     return configure(config, sweep_args, ray.cluster_resources())
 
 

@@ -75,11 +75,27 @@ def cabs(
     return config.rl_module(model_config=model)
 
 
-def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> AlgorithmConfig:
-    """Atari Pong with RLlib's preprocessing (64x64 grayscale, frame-skip 4, stack 4)."""
+def pong(
+    config: AlgorithmConfig,
+    args: argparse.Namespace,
+    *,
+    stack_in_connectors: bool = False,
+    **model: Any,
+) -> AlgorithmConfig:
+    """Atari Pong with RLlib's preprocessing (64x64 grayscale, frame-skip 4, stack 4).
+
+    ``stack_in_connectors``: the env sends one frame per step and RLlib's frame-stacking
+    connectors stack four, on the env runner for inference and on the learner from the
+    episodes (as RLlib's tuned ``pong_appo.py``): a quarter of the bytes per step travel from
+    runners to the learner. For algorithms whose learner connector builds the train batch
+    from episodes (IMPALA, APPO); DQN and Ape-X replay stacked frames."""
     from envs import PONG
 
-    config = _common(config, args).environment(PONG, env_config={}, clip_rewards=True)
+    env_config = {"framestack": 0} if stack_in_connectors else {}
+    config = _common(config, args).environment(PONG, env_config=env_config, clip_rewards=True)
+    if stack_in_connectors:
+        config.env_runners(env_to_module_connector=_stack_frames_env_to_module)
+        config.training(learner_connector=_stack_frames_learner)
     model_config = DefaultModelConfig(
         **{
             "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
@@ -90,3 +106,18 @@ def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> Alg
         }
     )
     return config.rl_module(model_config=model_config)
+
+
+PONG_FRAMES = 4  # frames stacked per observation
+
+
+def _stack_frames_env_to_module(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
+
+    return FrameStackingEnvToModule(num_frames=PONG_FRAMES)
+
+
+def _stack_frames_learner(input_observation_space: Any, input_action_space: Any) -> Any:
+    from ray.rllib.connectors.learner.frame_stacking import FrameStackingLearner
+
+    return FrameStackingLearner(num_frames=PONG_FRAMES)

@@ -512,8 +512,45 @@ def test_runners_wait_for_a_slow_learner(ray_session):
         algo.stop()
     sampled, trained = apex["env_steps_sampled_lifetime"], apex["env_steps_trained_lifetime"]
     assert trained > 0
-    assert sampled - trained / intensity <= per_request + in_flight * per_request
+    owed_from = 200  # the steps before learning starts only fill the buffer
+    assert sampled - owed_from - trained / intensity <= per_request + in_flight * per_request
     assert apex["replay_ratio"] >= 0.5 * intensity
+
+
+def test_replay_ratio_counts_from_the_learning_start():
+    """Steps sampled before ``num_steps_sampled_before_learning_starts`` are not owed: when
+    learning starts the learner is not in debt, so runners keep sampling (on Pong, with 50k
+    steps before learning, counting from step 0 stopped the runners for minutes)."""
+    from types import MethodType, SimpleNamespace
+
+    from sweeps.algorithms.apex.algorithm import ApexDQN
+
+    config = (
+        ApexDQNConfig()
+        .training(
+            training_intensity=1.0,
+            num_steps_sampled_before_learning_starts=50_000,
+            train_batch_size_per_learner=32,
+        )
+        .apex(max_env_steps_sampled_ahead=100)
+    )
+    algo = SimpleNamespace(config=config, _sampled=50_000, _trained=0)
+    for name in (
+        "_learning_started",
+        "_sampled_since_learning_started",
+        "_updates_due",
+        "_sampling_ahead",
+    ):
+        setattr(algo, name, MethodType(getattr(ApexDQN, name), algo))
+    assert algo._updates_due() == 0 and not algo._sampling_ahead()
+    algo._sampled = 50_000 + 64
+    assert algo._updates_due() == 2 and not algo._sampling_ahead()
+    algo._sampled = 50_000 + 101  # more than 100 steps ahead of trained / ratio: wait
+    assert algo._sampling_ahead()
+    algo._trained = 64
+    assert not algo._sampling_ahead() and algo._updates_due() == 1
+    algo._sampled = 10  # before learning starts nothing is due and nobody waits
+    assert algo._updates_due() == 0 and not algo._sampling_ahead()
 
 
 @pytest.mark.slow

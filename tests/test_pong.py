@@ -43,3 +43,34 @@ def test_pong_dim_84_through_the_registry() -> None:
 def test_bad_pong_config_raises(config: dict, key: str) -> None:
     with pytest.raises(ValueError, match=key):
         validate_pong_config(config)
+
+
+def test_framestack_0_leaves_stacking_to_the_connectors() -> None:
+    env = make_pong(framestack=0)
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (64, 64, 1) and env.observation_space.shape == (64, 64, 1)
+    env.close()
+    with pytest.raises(ValueError, match="framestack"):
+        validate_pong_config({"framestack": -1})
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_vtrace_pong_stacks_frames_in_connectors(algo: str) -> None:
+    """IMPALA and APPO send one frame per env step (a quarter of the bytes runners ship) and
+    stack four in RLlib's connectors: the module still sees (64, 64, 4); DQN and Ape-X, which
+    replay stacked frames, keep the env's stacking."""
+    import importlib
+
+    from sweeps.cli import build_parser
+
+    envs.register_envs()
+    module = importlib.import_module(f"sweeps.{algo}_pong")
+    config = module.make_config(build_parser(module.SWEEP).parse_args([]))
+    assert config.env_config == {"framestack": 0}
+    env = make_pong(config.env_config)
+    pipeline = config.build_env_to_module_connector(env=env, spaces=None, device=None)
+    assert pipeline.observation_space.shape == (64, 64, 4)
+    env.close()
+    for other in ("dqn", "apex"):
+        module = importlib.import_module(f"sweeps.{other}_pong")
+        assert module.make_config(build_parser(module.SWEEP).parse_args([])).env_config == {}

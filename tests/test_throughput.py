@@ -44,6 +44,8 @@ def _refused(capsys, main, argv: list[str]) -> str:
         (["--num-env-runners", "-1"], "expected non-negative integers"),
         (["--num-envs-per-env-runner", "0"], "must be >= 1"),
         (["--env", "atari"], "invalid choice"),
+        (["--algos", "dqn", "--set", "no_such_setting=1"], "has no setting 'no_such_setting'"),
+        (["--set", "lr"], "expected KEY=VALUE"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, nothing_runs, main, argv, expected):
@@ -62,6 +64,13 @@ def test_an_existing_report_may_be_overwritten(tmp_path):
     assert throughput.parse_args(["--markdown", str(report)]).markdown == str(report)
     deeper = tmp_path / "new" / "folder" / "PROFILE.md"
     assert profiling.parse_args(["--markdown", str(deeper)]).markdown == str(deeper)
+
+
+def test_set_reaches_every_algorithm_built():
+    args = throughput.parse_args(["--env", "pong", "--algos", "impala,appo", "--set", "lr=0.001"])
+    for algo in args.algos:
+        config, _ = throughput.tuned_config(algo, args, 2)
+        assert config.lr == 0.001 and config.num_env_runners == 2
 
 
 def test_parse_args_defaults_and_lists():

@@ -262,7 +262,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
         intensity = self.config.training_intensity
         if limit is None or not intensity or not self._learning_started():
             return False
-        return self._sampled - self._trained / intensity > limit
+        return self._sampled_since_learning_started() - self._trained / intensity > limit
 
     def _request_samples(self) -> None:
         if self._sampling_ahead():
@@ -313,6 +313,13 @@ class ApexDQN(ApexMetricsMixin, DQN):
     def _learning_started(self) -> bool:
         return self._sampled >= self.config.num_steps_sampled_before_learning_starts
 
+    def _sampled_since_learning_started(self) -> int:
+        """Env steps sampled that the learner owes training for: the steps taken before
+        ``num_steps_sampled_before_learning_starts`` only fill the buffer, so the replay
+        ratio counts from there (from step 0 the learner would start 50k steps x ratio in
+        debt on Pong, and runners would wait for minutes until it paid)."""
+        return max(self._sampled - self.config.num_steps_sampled_before_learning_starts, 0)
+
     def _updates_due(self) -> float:
         """Learner updates allowed now by ``training_intensity`` (inf when uncapped)."""
         if not self._learning_started():
@@ -321,7 +328,8 @@ class ApexDQN(ApexMetricsMixin, DQN):
         if not intensity:
             return math.inf
         batch = self.config.total_train_batch_size
-        return max(math.floor((self._sampled * intensity - self._trained) / batch), 0)
+        owed = self._sampled_since_learning_started() * intensity - self._trained
+        return max(math.floor(owed / batch), 0)
 
     def _request_replay(self) -> None:
         """Keep enough replay batches queued or in flight for the updates now due (at most
