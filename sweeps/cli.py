@@ -52,6 +52,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "iteration_s": None,
     "verbose": False,
     "resume": None,
+    "configs_from": None,
     "set": [],
 }
 
@@ -180,6 +181,13 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     s.add_argument("--reduction-factor", type=count(2), help="ASHA: keep 1/this per rung")
     s.add_argument("--seed", type=count(0), help="seeds the searcher and every trial")
     s.add_argument(
+        "--configs-from",
+        metavar="PATH",
+        help="run the configurations the sweep in PATH sampled, in its order, instead of "
+        "sampling (one trial each; same config flags required): with --scheduler fifo, an ASHA "
+        "sweep's configurations at full budget, to check what ASHA saved and lost",
+    )
+    s.add_argument(
         "--benchmark-seeds",
         type=count(1),
         help="benchmark mode: no search; run the tuned defaults once per seed "
@@ -307,6 +315,8 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
                 setattr(args, key, value)
     if args.as_test and args.stop_reward is None:
         parser.error("--as-test needs --stop-reward")
+    if args.configs_from is not None:
+        _configs_from(sweep, parser, args, argv)
     if args.name is None:
         args.name = f"{sweep.name}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if os.sep in args.name or args.name in {".", ".."}:
@@ -317,6 +327,27 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(str(e))
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
+
+
+def _configs_from(
+    sweep: Sweep,
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    argv: Sequence[str] | None,
+) -> None:
+    """--configs-from: one trial per configuration of the source sweep (its folder checked and
+    read here, before Ray starts)."""
+    from sweeps.replay import source_points
+
+    clash = _explicit_flags(parser, argv) & {"num_samples", "benchmark_seeds", "search"}
+    if clash:
+        names = ", ".join(sorted("--" + d.replace("_", "-") for d in clash))
+        parser.error(f"--configs-from runs that sweep's configurations; drop {names}")
+    try:
+        args.num_samples = len(source_points(sweep, args))
+    except UsageError as e:
+        parser.error(str(e))
+    args.configs_from = str(Path(args.configs_from).expanduser().resolve())
 
 
 def _explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:

@@ -40,8 +40,11 @@ def dry_run_lines(
         )
         for name, dist in search_space_description(sweep.sample_params).items():
             lines.append(f"[dry-run]   {name}: {dist}")
-        tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
-        lines.append("[dry-run] " + describe_first_trial(unexpressed))
-        lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
+        if args.configs_from:
+            lines.append("[dry-run] " + describe_first_trial([], args.configs_from))
+        else:
+            tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
+            lines.append("[dry-run] " + describe_first_trial(unexpressed))
+            lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
     lines.append("[dry-run] nothing started, nothing written")
     return "\n".join(lines)

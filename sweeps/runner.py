@@ -32,6 +32,7 @@ from sweeps.record import (
     versions,
     write_record,
 )
+from sweeps.replay import source_points
 from sweeps.sweep import Sweep
 from sweeps.tuned import describe_first_trial, tuned_point
 
@@ -178,12 +179,17 @@ def search(
         scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
         first_trial = None
     else:
-        # The first trial is the tuned defaults (the config as the flags left it).
-        tuned, unexpressed = tuned_point(sweep.sample_params, param_space)
-        searcher = make_searcher(sweep, args, metric, points_to_evaluate=[tuned])
+        # The first trial is the tuned defaults (the config as the flags left it); with
+        # --configs-from, every trial is the source sweep's (sweeps/replay.py).
+        if args.configs_from:
+            points, unexpressed = source_points(sweep, args), []
+        else:
+            tuned, unexpressed = tuned_point(sweep.sample_params, param_space)
+            points = [tuned]
+        searcher = make_searcher(sweep, args, metric, points_to_evaluate=points)
         num_samples = args.num_samples
-        first_trial = {"params": tuned, "not_expressed": unexpressed}
-        print("[sweep] " + describe_first_trial(unexpressed), flush=True)
+        first_trial = {"params": points[0], "not_expressed": unexpressed}
+        print("[sweep] " + describe_first_trial(unexpressed, args.configs_from), flush=True)
         scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, scheduler_info)

@@ -200,7 +200,9 @@ def _bisect(f, low: float, high: float, log: bool) -> float | None:
     return to((lo + hi) / 2)
 
 
-def describe_first_trial(unexpressed: list[str]) -> str:
+def describe_first_trial(unexpressed: list[str], configs_from: str | None = None) -> str:
+    if configs_from:
+        return f"every trial: a configuration of {configs_from}, in its order (--configs-from)"
     if not unexpressed:
         return "trial 1: the tuned defaults; the search samples the rest"
     return (

@@ -109,6 +109,97 @@ def _flat(config: dict, prefix: str = "") -> dict:
     return out
 
 
+def _source_sweep(tmp_path, sweep, n: int, **recorded) -> tuple:
+    """A finished sweep's folder as the runner leaves it (run.json, trial folders with
+    params.json), its configs drawn by the real searcher; trial folders created out of order."""
+    import json
+
+    from sweeps.cli import parse_args
+    from sweeps.runner import make_searcher
+
+    args = parse_args(sweep, ["--storage-path", str(tmp_path), "--seed", "3"])
+    searcher = make_searcher(sweep, args, "m")
+    configs = [searcher.suggest(f"t{i}") for i in range(n)]
+    source = tmp_path / "source"
+    for i in reversed(range(n)):  # 00010 after 00009: numbers, not names
+        trial = source / f"ApexDQN_ab12c_{i:05d}"
+        trial.mkdir(parents=True)
+        (trial / "params.json").write_text(json.dumps(configs[i]))
+    args = {"seed": 3, "variant": "base", **recorded}
+    record = {"sweep": sweep.name, "kind": "sweep", "args": args}
+    (source / "run.json").write_text(json.dumps(record))
+    return source, configs
+
+
+def test_configs_from_runs_the_source_sweeps_configurations_in_order(tmp_path):
+    """--configs-from: one trial per source trial, the searcher suggesting exactly its draws
+    (and so its config values), in the source's trial order."""
+    from sweeps.cli import parse_args
+    from sweeps.replay import source_points
+    from sweeps.runner import make_searcher
+
+    sweep = _sweep("apex_cabs")
+    source, configs = _source_sweep(tmp_path, sweep, 11)
+    argv = ["--storage-path", str(tmp_path), "--seed", "3", "--configs-from", str(source)]
+    args = parse_args(sweep, [*argv, "--scheduler", "fifo"])
+    assert args.num_samples == 11 and args.configs_from == str(source.resolve())
+    searcher = make_searcher(sweep, args, "m", points_to_evaluate=source_points(sweep, args))
+    for i, config in enumerate(configs):
+        got = searcher.suggest(f"r{i}")
+        assert got == config  # the raw draws under "hp" and the real values they give
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--seed", "4"], "ran with --seed 3"),
+        (["--variant", "requests", "--seed", "3"], "ran with --variant base;"),
+        (["--seed", "3", "--num-samples", "5"], "drop --num-samples"),
+        (["--seed", "3", "--benchmark-seeds", "2"], "drop --benchmark-seeds"),
+    ],
+)
+def test_configs_from_refuses_other_flags_in_one_line(argv, words, tmp_path, capsys):
+    from sweeps import apex_cabs
+
+    source, _ = _source_sweep(tmp_path, _sweep("apex_cabs"), 2)
+    with pytest.raises(SystemExit) as exc:
+        apex_cabs.main(
+            ["--storage-path", str(tmp_path / "runs"), "--configs-from", str(source), *argv]
+        )
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0]
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("broken", ["no folder", "other sweep", "no draws", "no trials"])
+def test_configs_from_refuses_a_folder_it_cannot_replay(broken, tmp_path, capsys):
+    import json
+
+    from sweeps import apex_cabs
+
+    source, _ = _source_sweep(tmp_path, _sweep("apex_cabs"), 2)
+    trials = sorted(source.glob("ApexDQN_*"))
+    if broken == "no folder":
+        source = tmp_path / "nowhere"
+    elif broken == "other sweep":
+        (source / "run.json").write_text(
+            json.dumps({"sweep": "dqn_cabs", "kind": "sweep", "args": {}})
+        )
+    elif broken == "no draws":
+        (trials[1] / "params.json").write_text(json.dumps({"lr": 0.001}))
+    else:
+        for trial in trials:
+            (trial / "params.json").unlink()
+    argv = ["--storage-path", str(tmp_path / "runs"), "--seed", "3", "--configs-from", str(source)]
+    with pytest.raises(SystemExit) as exc:
+        apex_cabs.main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--configs-from" in err[0]
+    assert not (tmp_path / "runs").exists()
+
+
 # ------------------------------------------------------------------------------------------------
 # 2. A sweep you can watch
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""``--configs-from PATH``: run the configurations another sweep sampled, in its order, instead of
+sampling new ones.
+
+What it is for: checking ASHA. Run a sweep with ASHA, then the same configurations with
+``--scheduler fifo`` to their full budget; ``python -m analysis report`` given both folders
+compares the best trial and the env steps of the two (the FIFO sweep's run.json names its source).
+
+Each trial's ``params.json`` holds the search parameters Optuna drew for it under ``hp`` (Ray's
+OptunaSearch puts what the define-by-run function suggested into the config); they are enqueued
+as Optuna points (``points_to_evaluate``), so the searcher suggests exactly them, one per trial.
+The flags that shape a trial's config beyond its search parameters must be the source's
+(``SAME_FLAGS``): a difference is one line and exit 2, before Ray starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sweeps.common import UsageError
+from sweeps.record import search_space_description
+from sweeps.sweep import Sweep
+
+# Flags that change a trial's config (or its seed) beyond its search parameters.
+SAME_FLAGS = (
+    "variant",
+    "tm_seed",
+    "seed",
+    "num_env_runners",
+    "num_envs_per_env_runner",
+    "eval_interval",
+    "eval_episodes",
+    "iteration_s",
+    "set",
+)
+
+
+def _flat(prefix: str, values: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        name = f"{prefix}/{key}"
+        out.update(_flat(name, value) if isinstance(value, Mapping) else {name: value})
+    return out
+
+
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
+def _trial_order(trial_dir: Path) -> tuple[int, str]:
+    """Tune numbers its trials in the order the searcher suggested them (``<id>_00003``)."""
+    tail = trial_dir.name.rsplit("_", 1)[-1]
+    return (int(tail) if tail.isdigit() else 1 << 30, trial_dir.name)
+
+
+def source_points(sweep: Sweep, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The search-parameter values of every trial of the sweep in ``args.configs_from``, in its
+    order; a UsageError (one line) when that folder is not a sweep of ``sweep`` run with the same
+    config flags, or a trial's draws cannot be read."""
+    source = Path(args.configs_from).expanduser()
+    where = f"--configs-from {args.configs_from}"
+    record = _read(source / "run.json") if source.is_dir() else None
+    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
+        raise UsageError(f"{where}: not a sweep folder (no readable run.json)")
+    if record.get("sweep") != sweep.name or record.get("kind") != "sweep":
+        raise UsageError(f"{where}: a {record.get('kind')} of {record.get('sweep')!r}, not a sweep")
+    recorded = record["args"]
+    differ = [f for f in SAME_FLAGS if f in recorded and recorded[f] != getattr(args, f, None)]
+    if differ:
+        flags = ", ".join(f"--{f.replace('_', '-')} {recorded[f]}" for f in differ)
+        raise UsageError(f"{where}: that sweep ran with {flags}; give the same")
+    wanted = set(search_space_description(sweep.sample_params))  # "hp/lr", ...
+    points = []
+    trials = [d for d in source.iterdir() if (d / "params.json").is_file()]
+    for trial in sorted(trials, key=_trial_order):
+        params = _read(trial / "params.json")
+        draws = params.get("hp") if isinstance(params, dict) else None
+        point = _flat("hp", draws) if isinstance(draws, Mapping) else {}
+        if set(point) != wanted:
+            raise UsageError(f"{where}: {trial.name}/params.json holds no search parameters")
+        points.append(point)
+    if not points:
+        raise UsageError(f"{where}: no trials (no params.json in its trial folders)")
+    return points
