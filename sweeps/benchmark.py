@@ -53,6 +53,7 @@ from typing import Any
 from sweeps.cli import build_parser as sweep_parser
 from sweeps.cli import count, positive_float
 from sweeps.common import OneLineErrorParser, UsageError, check_writable
+from sweeps.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
@@ -201,6 +202,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.name = f"{args.env}{variant}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if os.sep in args.name or "/" in args.name or args.name in {"", ".", ".."}:
         parser.error(f"--name must be a plain folder name, got {args.name!r}")
+    for flag, path in (("--storage-path", args.storage_path), ("--out", args.out)):
+        if path is not None and is_uri(path):
+            parser.error(
+                f"{flag} {path}: a benchmark reads its runs back for REPORT.md, so it needs a "
+                "local or mounted folder (a sweep takes a storage URI)"
+            )
     args.folder = Path(args.storage_path).expanduser() / args.name
     args.out = args.out or str(args.folder)
     for flag, path in (("--storage-path", args.storage_path), ("--out", args.out)):

@@ -13,10 +13,10 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
-from sweeps.common import OneLineErrorParser, UsageError
+from sweeps import storage
+from sweeps.common import OneLineErrorParser, UsageError, check_writable, error_line
 from sweeps.sweep import Sweep
 
 # Flags whose values a sweep may override; every sweep shares this parser.
@@ -322,7 +322,7 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
     if os.sep in args.name or args.name in {".", ".."}:
         parser.error(f"--name must be a plain folder name, got {args.name!r}")
     try:
-        _check_storage(Path(args.storage_path), args.name)
+        _check_storage(args.storage_path, args.name)
     except UsageError as e:
         parser.error(str(e))
     args.argv = list(sys.argv[1:] if argv is None else argv)
@@ -360,33 +360,55 @@ def _explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None)
     return explicit
 
 
-def _check_storage(storage: Path, name: str) -> None:
-    target = storage.expanduser().resolve() / name
-    if target.exists():
+def _check_storage(storage_path: str, name: str) -> None:
+    """A new sweep folder ``<storage>/<name>``, checked without writing anything: refused when
+    it exists (continue it with --resume), when a local folder cannot be created or written,
+    or when a storage URI names a filesystem pyarrow cannot use or cannot reach."""
+    flag = f"--storage-path {storage_path}"
+    scheme = storage.mangled_scheme(storage_path)
+    if scheme:
+        raise UsageError(f"{flag}: a storage URI takes two slashes ({scheme}://...)")
+    target = storage.sweep_folder(storage_path, name)
+    try:
+        storage.filesystem(storage.root(storage_path))  # a scheme pyarrow knows
+        local = storage.local_path(target)
+        exists = local.exists() if local is not None else storage.kind(target) != "missing"
+    except UsageError as e:
+        raise UsageError(f"{flag}: {e}") from None
+    except OSError as e:  # no credentials, no network, no such bucket
+        raise UsageError(f"{flag} cannot be reached: {error_line(str(e))}") from None
+    if exists:
         raise UsageError(
             f"{target} already exists; choose another --name, or continue it with --resume {target}"
         )
-    existing = storage.expanduser().resolve()
-    while not existing.exists():
-        existing = existing.parent
-    if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
-        raise UsageError(f"--storage-path {storage} cannot be written")
+    if local is not None:
+        try:
+            check_writable(local)
+        except UsageError as e:
+            raise UsageError(f"{flag} cannot be written: {e}") from None
 
 
-def read_resumable(sweep_name: str, path: Path) -> tuple[Path, dict[str, Any]]:
-    """The sweep folder ``path`` and its run record, or a UsageError saying why it cannot be
-    resumed by ``sweep_name``: not a folder, no (readable) run.json, another sweep's folder, no
-    Tune experiment state, already finished, or not writable."""
-    experiment = path.expanduser().resolve()
-    if not experiment.exists():
+def read_resumable(sweep_name: str, path: str) -> tuple[str, dict[str, Any]]:
+    """The sweep folder ``path`` (a local path, resolved, or a storage URI) and its run record,
+    or a UsageError saying why it cannot be resumed by ``sweep_name``: not a folder, no
+    (readable) run.json, another sweep's folder, no Tune experiment state, already finished, or
+    not writable."""
+    experiment = storage.root(path)
+    try:
+        kind = storage.kind(experiment)
+        names = storage.names(experiment) if kind == "dir" else []
+    except UsageError as e:
+        raise UsageError(f"--resume {path}: {e}") from None
+    except OSError as e:
+        raise UsageError(f"--resume {path} cannot be reached: {error_line(str(e))}") from None
+    if kind == "missing":
         raise UsageError(f"--resume {path}: no such folder")
-    if not experiment.is_dir():
+    if kind == "file":
         raise UsageError(f"--resume {path}: not a folder (expected a sweep folder)")
-    record_path = experiment / "run.json"
-    if not record_path.is_file():
+    if "run.json" not in names:
         raise UsageError(f"--resume {path}: not a sweep folder (no run.json)")
     try:
-        record = json.loads(record_path.read_text())
+        record = json.loads(storage.read_text(storage.join(experiment, "run.json")))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         raise UsageError(f"--resume {path}: run.json cannot be read") from None
     if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
@@ -397,15 +419,16 @@ def read_resumable(sweep_name: str, path: Path) -> tuple[Path, dict[str, Any]]:
             f"--resume {path}: this folder belongs to sweep {other!r}; continue it with "
             f"python sweeps/{other}.py --resume {experiment}"
         )
-    if not (experiment / "tuner.pkl").is_file() or not any(
-        experiment.glob("experiment_state-*.json")
+    if "tuner.pkl" not in names or not any(
+        n.startswith("experiment_state-") and n.endswith(".json") for n in names
     ):
         raise UsageError(
             f"--resume {path}: no Tune experiment state (the sweep never started); start it anew"
         )
     if record.get("status") == "finished":
         raise UsageError(f"--resume {path}: the sweep already finished; nothing to resume")
-    if not os.access(experiment, os.W_OK | os.X_OK):
+    local = storage.local_path(experiment)
+    if local is not None and not os.access(local, os.W_OK | os.X_OK):
         raise UsageError(f"--resume {path}: the folder cannot be written")
     return experiment, record
 
@@ -422,17 +445,18 @@ def _resume_args(
         names = ", ".join(sorted("--" + d.replace("_", "-") for d in explicit))
         parser.error(f"--resume continues with the recorded settings; drop {names}")
     try:
-        experiment, record = read_resumable(sweep.name, Path(args.resume))
+        experiment, record = read_resumable(sweep.name, args.resume)
     except UsageError as e:
         parser.error(str(e))
     # Defaults first (flags added since the record was written), then the recorded values; the
     # runtime flags come from this command line.
     merged = {**vars(parser.parse_args([])), **record["args"]}
     merged.update({k: getattr(args, k) for k in RESUME_RUNTIME_FLAGS})
+    parent, name = storage.split(experiment)
     merged.update(
-        storage_path=str(experiment.parent),
-        name=experiment.name,
-        resume=str(experiment),
+        storage_path=parent,
+        name=name,
+        resume=experiment,
         argv=list(sys.argv[1:] if argv is None else argv),
     )
     return argparse.Namespace(**merged)

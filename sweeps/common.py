@@ -10,6 +10,7 @@ import argparse
 import math
 import os
 import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,10 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def check_writable(path: Path) -> None:
-    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written."""
+    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written.
+
+    The nearest existing folder takes a probe folder, made and removed at once: ``os.access``
+    says yes to root on read-only and virtual file systems (``/proc``, a read-only mount)."""
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{path}: not writable")
     parent = path
@@ -81,3 +85,9 @@ def check_writable(path: Path) -> None:
         raise UsageError(f"{path}: cannot be created ({parent} is not a directory)")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageError(f"{path}: not writable ({parent} is not writable)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=parent))
+    except OSError as e:
+        raise UsageError(
+            f"{path}: cannot be created ({parent} refuses new folders: {e.strerror})"
+        ) from None

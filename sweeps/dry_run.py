@@ -4,9 +4,9 @@ nothing is written."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from sweeps import storage
 from sweeps.record import search_space_description
 from sweeps.sweep import Sweep
 from sweeps.tuned import describe_first_trial, tuned_point
@@ -20,7 +20,7 @@ def dry_run_lines(
     scheduler_info: dict[str, Any],
 ) -> str:
     """The folder, the budget, the search and its space, and the first trial's tuned point."""
-    experiment = Path(args.storage_path).expanduser().resolve() / args.name
+    experiment = storage.sweep_folder(args.storage_path, args.name)
     stops = " or ".join(f"{k} >= {v:g}" for k, v in stop.items() if v is not None)
     budget = f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited"
     lines = [

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sweeps.common import atomic_write_text
+from sweeps import storage
 from sweeps.placement import Plan
 from sweeps.sweep import SampleFn
 
@@ -123,6 +123,6 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
-def write_record(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(path, json.dumps(_jsonable(record), indent=2, sort_keys=True))
+def write_record(location: str, record: dict[str, Any]) -> None:
+    """Write ``run.json`` at ``location`` (a local path or a storage URI), its folder created."""
+    storage.write_text(location, json.dumps(_jsonable(record), indent=2, sort_keys=True))

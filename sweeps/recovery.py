@@ -15,6 +15,7 @@ from typing import Any
 
 from ray.tune.callback import Callback
 
+from sweeps import storage
 from sweeps.common import error_line
 from sweeps.record import git_commit, git_dirty
 
@@ -78,9 +79,13 @@ class FailureLog(Callback):
             "error": _last_error_line(trial.error_file),
             "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         }
+        # Beside run.json, through the filesystem Tune writes the sweep folder with (a local
+        # folder or cloud storage; Trial.storage is Ray 2.60.0's StorageContext).
+        fs = trial.storage.storage_filesystem
         try:
-            with open(Path(trial.path).parent / FAILURES_FILE, "a") as f:
-                f.write(json.dumps(entry) + "\n")
+            storage.append_line(
+                fs, f"{trial.remote_experiment_path}/{FAILURES_FILE}", json.dumps(entry)
+            )
         except OSError:
             pass
 
@@ -94,11 +99,12 @@ def _last_error_line(error_file: str | None) -> str:
     return error_line(text)
 
 
-def read_failures(experiment: Path) -> list[dict[str, Any]]:
-    """The failures a sweep has logged so far (unreadable lines are skipped)."""
+def read_failures(experiment: str) -> list[dict[str, Any]]:
+    """The failures a sweep (a local folder or a storage URI) has logged so far (unreadable
+    lines are skipped)."""
     out = []
     try:
-        lines = (experiment / FAILURES_FILE).read_text().splitlines()
+        lines = storage.read_text(storage.join(experiment, FAILURES_FILE)).splitlines()
     except OSError:
         return out
     for line in lines:
@@ -109,8 +115,8 @@ def read_failures(experiment: Path) -> list[dict[str, Any]]:
     return out
 
 
-def resumed_record(record_path: Path, args) -> dict[str, Any]:
-    record = json.loads(record_path.read_text())  # checked readable by the CLI
+def resumed_record(record_path: str, args) -> dict[str, Any]:
+    record = json.loads(storage.read_text(record_path))  # checked readable by the CLI
     record.setdefault("resumes", []).append(
         {
             "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),

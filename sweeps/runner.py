@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps import keys, recovery
+from sweeps import keys, recovery, storage
 from sweeps.cli import apply_settings, build_parser, parse_args
 from sweeps.common import UsageError, dotted, error_line, number
 from sweeps.dry_run import dry_run_lines
@@ -55,8 +55,9 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
 
 
-def _experiment_dir(args: argparse.Namespace) -> Path:
-    return Path(args.storage_path).expanduser().resolve() / args.name
+def _experiment_dir(args: argparse.Namespace) -> str:
+    """The sweep folder: a local path (resolved) or a storage URI (``sweeps/storage.py``)."""
+    return storage.sweep_folder(args.storage_path, args.name)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,7 +147,7 @@ def search(
     from ray.tune.search import BasicVariantGenerator
 
     experiment = _experiment_dir(args)
-    record_path = experiment / RECORD_FILE
+    record_path = storage.join(experiment, RECORD_FILE)
     metric = keys.flat(_judged_by(sweep, args))  # one signal searches, prunes and stops
     param_space = config.to_dict()
     if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
@@ -158,7 +159,7 @@ def search(
         # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
         try:
             tuner = tune.Tuner.restore(
-                str(experiment),
+                experiment,
                 trainable=config.algo_class,
                 param_space=param_space,
                 resume_unfinished=True,
@@ -214,7 +215,7 @@ def search(
         ),
         run_config=tune.RunConfig(
             name=args.name,
-            storage_path=str(experiment.parent),
+            storage_path=storage.root(args.storage_path),  # a URI goes to Tune untouched
             # Tune stops a trial once result[key] >= value for any key (flat, "/"-joined);
             # a key not reported yet never stops it; NaN (no greedy evaluation yet) never does.
             stop={key: value for key, value in stop.items() if value is not None},
@@ -283,7 +284,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         record["status"] = "interrupted"
     else:
         record["status"] = "failed" if errors else "finished"
-    write_record(experiment / RECORD_FILE, record)
+    write_record(storage.join(experiment, RECORD_FILE), record)
 
     print()
     if results is None or len(results) == 0:

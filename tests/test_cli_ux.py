@@ -349,3 +349,76 @@ def test_help_shows_how_to_run_and_every_default_once(name):
     assert "(default: None)" not in text and "(default: False)" not in text
     flags = re.split(r"\n  (?=-)", text)
     assert all(block.count("default") <= 1 for block in flags if block.startswith("--"))
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. Storage URIs go to Tune untouched
+# ------------------------------------------------------------------------------------------------
+
+
+def test_s3_storage_path_reaches_tune_untouched(tmp_path, monkeypatch):
+    """--storage-path s3://bucket/runs: Tune's RunConfig gets the URI as given (not a local
+    folder named "s3:"), and run.json goes beside Tune's own files through pyarrow's filesystem
+    for it: here a mocked S3 whose bucket is a local folder."""
+    import json
+
+    import pyarrow.fs
+    import ray
+    from ray import tune
+
+    from sweeps.placement import Plan
+    from sweeps.runner import parse, search
+
+    resolved, run_configs = [], []
+
+    class MockS3(pyarrow.fs.FileSystem):  # stands in for pyarrow.fs.FileSystem.from_uri only
+        @staticmethod
+        def from_uri(uri):
+            resolved.append(uri)
+            assert uri.startswith("s3://"), uri
+            bucket = pyarrow.fs.SubTreeFileSystem(str(tmp_path), pyarrow.fs.LocalFileSystem())
+            return bucket, uri.removeprefix("s3://")
+
+    class RecordingRunConfig(tune.RunConfig):
+        def __post_init__(self):
+            run_configs.append(self)
+            super().__post_init__()
+
+    monkeypatch.setattr(ray, "init", lambda *a, **k: pytest.fail("Ray started"))
+    monkeypatch.setattr(pyarrow.fs, "FileSystem", MockS3)
+    monkeypatch.setattr(tune, "RunConfig", RecordingRunConfig)
+    monkeypatch.chdir(tmp_path)  # where a local folder named "s3:" would appear
+    sweep = _sweep("dqn_cabs")
+    args, config = parse(sweep, ["--storage-path", "s3://bucket/runs", "--name", "exp"])
+    plan = Plan(cpus=2.0, gpus=0.0, bundles=[{"CPU": 1.0}], strategy="PACK", concurrent=1)
+    search(sweep, args, config, plan)
+
+    (run_config,) = run_configs
+    assert (run_config.storage_path, run_config.name) == ("s3://bucket/runs", "exp")
+    assert "s3://bucket/runs" in resolved  # Tune's own storage context resolved the URI
+    folder = tmp_path / "bucket" / "runs" / "exp"
+    assert json.loads((folder / "run.json").read_text())["sweep"] == "dqn_cabs"
+    assert (folder / "tuner.pkl").is_file()  # written by Tune through the same filesystem
+    assert not (tmp_path / "s3:").exists()
+
+
+def test_file_uri_sweep_end_to_end(tmp_path, capsys, ray_session, monkeypatch):
+    """--storage-path file:///abs/runs: a smoke sweep writes its folder there (Tune's files,
+    run.json), the URI kept as given in what it prints and records."""
+    import json
+
+    from sweeps import dqn_cabs
+
+    monkeypatch.chdir(tmp_path)  # where a local folder named "file:" would appear
+    uri = (tmp_path / "runs").as_uri()
+    argv = ["--smoke", "--num-samples", "1", "--storage-path", uri, "--name", "exp"]
+    assert dqn_cabs.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"[sweep] run folder: {uri}/exp" in out
+    assert f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp" in out
+    folder = tmp_path / "runs" / "exp"
+    record = json.loads((folder / "run.json").read_text())
+    assert record["status"] == "finished" and record["args"]["storage_path"] == uri
+    (trial,) = [p for p in folder.iterdir() if p.name.startswith("DQN_")]
+    assert (trial / "result.json").read_text().strip()
+    assert not (tmp_path / "file:").exists()

@@ -138,6 +138,11 @@ BAD_SWEEP_ARGS = {
     "resume a finished sweep": ["--resume", "{tmp}/finished"],
     "resume with changed settings": ["--resume", "{tmp}/interrupted", "--num-samples", "9"],
     "storage under a file": ["--storage-path", "{tmp}/a-file/runs"],
+    # os.access says yes to root there; mkdir fails.
+    "storage that cannot be created": ["--storage-path", "/proc/x"],
+    "file URI that cannot be created": ["--storage-path", "file:///proc/x"],
+    "unknown storage scheme": ["--storage-path", "foo://bucket/runs"],
+    "storage URI with one slash": ["--storage-path", "s3:/bucket/runs"],
     "name clash": ["--name", "interrupted", "--storage-path", "{tmp}"],
 }
 
@@ -180,6 +185,9 @@ def test_refusals_say_what_to_do(sweep_folders, capsys, no_ray):
         ("--resume", str(tmp / "empty")): "not a sweep folder",
         ("--resume", str(tmp / "never-started")): "no Tune experiment state",
         ("--resume", str(tmp / "interrupted"), "--seed", "3"): "drop --seed",
+        ("--storage-path", "/proc/x"): "/proc refuses new folders",
+        ("--storage-path", "s3:/bucket"): "two slashes (s3://...)",
+        ("--resume", "foo://bucket/runs/exp"): "Unrecognized filesystem type",
     }
     for argv, hint in cases.items():
         with pytest.raises(SystemExit):
@@ -205,7 +213,8 @@ def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
     assert not (tmp_path / "runs").exists()
 
 
-def test_resume_rebuilds_the_recorded_arguments(tmp_path, no_ray):
+@pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file-uri"])
+def test_resume_rebuilds_the_recorded_arguments(as_uri, tmp_path, no_ray):
     from sweeps import dqn_cabs
     from sweeps.cli import parse_args
 
@@ -214,12 +223,13 @@ def test_resume_rebuilds_the_recorded_arguments(tmp_path, no_ray):
     record["args"].update(num_samples=3, seed=7, tm_seed=2, address="10.0.0.1:6379", verbose=True)
     (folder / "run.json").write_text(json.dumps(record))
 
-    args = parse_args(dqn_cabs.SWEEP, ["--resume", str(folder), "--progress-interval-s", "3"])
-    assert args.resume == str(folder.resolve())
+    where = folder.resolve().as_uri() if as_uri else str(folder)
+    args = parse_args(dqn_cabs.SWEEP, ["--resume", where, "--progress-interval-s", "3"])
+    assert args.resume == (where if as_uri else str(folder.resolve()))  # a URI stays a URI
     assert (args.num_samples, args.seed, args.tm_seed) == (3, 7, 2)
     # Runtime flags come from this command line, not from the record.
     assert (args.address, args.verbose, args.progress_interval_s) == (None, False, 3.0)
-    assert Path(args.storage_path) / args.name == folder.resolve()
+    assert f"{args.storage_path}/{args.name}" == (where if as_uri else str(folder.resolve()))
     config = dqn_cabs.make_config(args)  # the same config as the first start
     assert config.env_config["tm_seed"] == 2
 

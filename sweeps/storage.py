@@ -1,0 +1,148 @@
+"""Where a sweep folder lives: a local folder, or a storage URI (``s3://bucket/runs``,
+``gs://…``, ``file:///abs/path``) that goes to Tune untouched.
+
+Tune reads and writes its storage through pyarrow's filesystems (``RunConfig(storage_path=...)``);
+the suite's own files in a sweep folder (``run.json``, ``failures.jsonl``) go through the same
+filesystems here, so they sit beside Tune's files wherever that is. A *location* is a local path
+(expanded and resolved) or a URI (kept as given, a ``?query`` included).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from sweeps.common import UsageError, atomic_write_text, error_line
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_uri(text: str) -> bool:
+    """``scheme://…`` (s3, gs, file, ...), as opposed to a local path."""
+    return bool(_SCHEME.match(str(text)))
+
+
+def mangled_scheme(text: str) -> str | None:
+    """The scheme of a URI written with one slash (``s3:/bucket``), which a local path would
+    turn into a folder named ``s3:``; None otherwise."""
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)", str(text))
+    return match.group(1) if match else None
+
+
+def root(storage_path: str) -> str:
+    """``--storage-path`` as Tune gets it: a URI untouched, a local path expanded and resolved."""
+    if is_uri(storage_path):
+        return str(storage_path)
+    return str(Path(storage_path).expanduser().resolve())
+
+
+def sweep_folder(storage_path: str, name: str) -> str:
+    """The sweep folder ``<--storage-path>/<--name>`` as a location."""
+    return join(root(storage_path), name)
+
+
+def join(location: str, *names: str) -> str:
+    """``location/name/...`` (before a URI's ``?query``)."""
+    if not is_uri(location):
+        return str(Path(location, *names))
+    base, sep, query = location.partition("?")
+    return "/".join([base.rstrip("/"), *names]) + sep + query
+
+
+def split(location: str) -> tuple[str, str]:
+    """(parent location, folder name) of a sweep folder."""
+    if not is_uri(location):
+        path = Path(location)
+        return str(path.parent), path.name
+    base, sep, query = location.partition("?")
+    parent, _, name = base.rstrip("/").rpartition("/")
+    return parent + sep + query, name
+
+
+def filesystem(location: str) -> tuple[Any, str]:
+    """pyarrow's filesystem for ``location`` and the path on it (Tune resolves URIs the same
+    way); a UsageError for a URI pyarrow cannot use (unknown scheme, missing bucket, a client
+    library it lacks)."""
+    import pyarrow.fs
+
+    if not is_uri(location):
+        return pyarrow.fs.LocalFileSystem(), str(location)
+    try:
+        return pyarrow.fs.FileSystem.from_uri(location)
+    except (ValueError, OSError) as e:  # pyarrow.ArrowInvalid is a ValueError
+        raise UsageError(error_line(f"{type(e).__name__}: {e}")) from None
+
+
+def is_local(location: str) -> bool:
+    """Whether ``location`` is on this machine's file system (a path or a ``file://`` URI)."""
+    return local_path(location) is not None
+
+
+def local_path(location: str) -> Path | None:
+    """The local path of ``location`` (a path, or a ``file://`` URI); None for remote storage."""
+    if not is_uri(location):
+        return Path(location)
+    if location.lower().startswith("file://"):
+        return Path(filesystem(location)[1])
+    return None
+
+
+def kind(location: str) -> str:
+    """ "file", "dir" or "missing"; OSError when the storage cannot be reached."""
+    import pyarrow.fs
+
+    fs, path = filesystem(location)
+    info = fs.get_file_info(path)
+    if info.type == pyarrow.fs.FileType.NotFound:
+        return "missing"
+    return "dir" if info.type == pyarrow.fs.FileType.Directory else "file"
+
+
+def names(location: str) -> list[str]:
+    """The names in folder ``location`` (empty when it does not exist)."""
+    import pyarrow.fs
+
+    fs, path = filesystem(location)
+    selector = pyarrow.fs.FileSelector(path, allow_not_found=True)
+    return [info.base_name for info in fs.get_file_info(selector)]
+
+
+def read_text(location: str) -> str:
+    """The text of file ``location``; OSError (FileNotFoundError) when it cannot be read."""
+    fs, path = filesystem(location)
+    with fs.open_input_stream(path) as f:
+        return f.read().decode("utf-8")
+
+
+def write_text(location: str, text: str) -> None:
+    """Write file ``location``, its folder created: locally through a rename (a reader never
+    sees half a file); on object storage one upload, which is whole or absent anyway."""
+    local = local_path(location)
+    if local is not None:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(local, text)
+        return
+    fs, path = filesystem(location)
+    fs.create_dir(path.rpartition("/")[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(text.encode("utf-8"))
+
+
+def append_line(fs: Any, path: str, line: str) -> None:
+    """Append ``line`` to file ``path`` on pyarrow filesystem ``fs``; object stores cannot
+    append, so there the (small) file is read and written again."""
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    try:
+        with fs.open_append_stream(path) as f:
+            f.write(data)
+        return
+    except NotImplementedError:  # pyarrow.ArrowNotImplementedError: S3, GCS
+        pass
+    try:
+        with fs.open_input_stream(path) as f:
+            data = f.read() + data
+    except FileNotFoundError:
+        pass
+    with fs.open_output_stream(path) as f:
+        f.write(data)
