@@ -231,6 +231,8 @@ def test_another_sweeps_folder_is_refused(calls, tmp_path, capsys):
         (["--name", "a/b"], "--name must be a plain folder name"),
         (["--out", "README.md/report"], "--out: README.md/report: cannot be created"),
         (["--storage-path", "README.md/runs"], "--storage-path: README.md/runs: cannot be"),
+        (["--storage-path", "/proc/x"], "--storage-path: /proc/x: cannot be created"),
+        (["--storage-path", "s3://bucket/runs"], "needs a local or mounted folder"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_runs_nothing(argv, message, calls, capsys, monkeypatch):
