@@ -1,7 +1,9 @@
 """Analysis of the suite's runs: it reads Tune experiment folders, never trainer code.
 
 * :mod:`analysis.collect` - experiment folders -> one tidy table (one row per trial iteration);
-* :mod:`analysis.tables` - time to target, speedup, scaling, ASHA savings (pure functions);
+* :mod:`analysis.tables` - time to target, speedup, scaling (pure functions);
+* :mod:`analysis.asha` - ASHA's savings and its check against the same configurations at full
+  budget (pure functions);
 * :mod:`analysis.workload` - one env + variant with its tables, computed once;
 * :mod:`analysis.plots` - time-to-target bars, learning curves, scaling and sweep plots;
 * :mod:`analysis.summary`, :mod:`analysis.sections` - the report's Markdown (summary, detail);

@@ -81,6 +81,7 @@ EXPERIMENT_COLUMNS = [
     "time_attr",
     "max_t",
     "budget_env_steps",  # env-step budget of one trial (stop criterion and/or scheduler max_t)
+    "configs_from",  # --configs-from: the experiment whose sampled configurations this one re-ran
     "stop",  # run.json "stop" as JSON
     "optimum",
     "targets",  # run.json "targets" as a JSON list
@@ -251,6 +252,12 @@ class _Experiment:
         budgets = [b for b in budgets if not math.isnan(b)]
         return min(budgets) if budgets else math.nan
 
+    def configs_from(self) -> str:
+        """The experiment (folder name) whose configurations this sweep re-ran, or ""."""
+        args = self.info.get("args")
+        source = args.get("configs_from") if isinstance(args, Mapping) else None
+        return Path(str(source)).name if source else ""
+
     def reached_budget(self, last: Mapping[str, Any]) -> bool:
         """Whether a trial's last result met a stop criterion (Tune stops on any) or max_t."""
         from sweeps import keys
@@ -286,6 +293,7 @@ class _Experiment:
             "time_attr": self.scheduler.get("time_attr") or "",
             "max_t": number(self.scheduler.get("max_t")),
             "budget_env_steps": self.budget_env_steps(),
+            "configs_from": self.configs_from(),
             "stop": json.dumps(self.stop, sort_keys=True),
             "optimum": number(info.get("optimum")),
             "targets": json.dumps([number(t) for t in targets]),

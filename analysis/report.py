@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import plots, sections, summary, tables
+from analysis import asha, plots, sections, summary, tables
 from analysis.collect import (
     RUNS_CSV,
     add_inputs,
@@ -187,8 +187,9 @@ def render_report(
             lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
         lines += sections.speedup_section(w)
         lines += sections.scaling_section(w, draw.scaling(w))
-        asha = tables.asha_savings(w.runs)
-        lines += sections.sweep_section(w.runs, asha, draw.sweeps(w, asha))
+        savings = asha.asha_savings(w.runs)
+        lines += sections.sweep_section(w.runs, savings, draw.sweeps(w, savings))
+        lines += sections.asha_check_section(asha.asha_check(w.runs))
 
     lines += sections.reproducibility_section(runs, skipped)
     lines += [

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis import tables
+from analysis.asha import BEST_GAP, SPENT_SHARE
 from analysis.collect import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
 from analysis.fmt import (
     DASH,
@@ -253,6 +254,76 @@ def _runners(n: int) -> str:
 
 
 # --- Sweeps and reproducibility ----------------------------------------------------------------
+
+
+def asha_check_section(check: pd.DataFrame) -> list[str]:
+    """ASHA against the same configurations run to full budget (analysis.asha.asha_check)."""
+    if check.empty:
+        return []
+    gap, share = f"{100 * BEST_GAP:g}%", f"{100 * SPENT_SHARE:g}%"
+    lines = [
+        "### ASHA against the same configurations at full budget",
+        "",
+        "The ASHA sweep's configurations run again, one trial each, to the full env-step budget "
+        "without early stopping (`--scheduler fifo --configs-from <the ASHA sweep>`). Best: "
+        "each sweep's best trial by its final search metric, the one the sweep hands you. Env "
+        "steps: sampled by all of a sweep's trials. Goals: ASHA's best within "
+        f"{gap} of the full-budget best, at no more than {share} of its env steps.",
+        "",
+    ]
+    header = ["ASHA sweep", "full-budget sweep", "trials", "same configurations"]
+    header += ["ASHA's best", "full budget's best", "ASHA's / full budget's best"]
+    header += ["env steps, ASHA", "env steps, full budget", "ASHA's / full budget's env steps"]
+    header += ["full budget's best configuration under ASHA"]
+
+    def best(trial: str, metric: float, pct: float) -> str:
+        if not trial:
+            return DASH
+        of_optimum = "" if is_missing(pct) else f" = {fmt_pct(pct)} of optimum"
+        return f"{fmt_float(metric)}{of_optimum} (trial {trial})"
+
+    def fate(r: pd.Series) -> str:
+        if not r["full_best_under_asha"]:
+            return DASH
+        status = r["full_best_under_asha_status"]
+        if status == COMPLETED:
+            return f"trial {r['full_best_under_asha']}: ran to its budget"
+        steps = fmt_int(r["full_best_under_asha_env_steps"])
+        return f"trial {r['full_best_under_asha']}: {status.replace('_', ' ')} at {steps} env steps"
+
+    rows = []
+    for _, r in check.iterrows():
+        trials = str(r["trials_asha"]) + (
+            "" if r["trials_asha"] == r["trials_full"] else f" / {r['trials_full']}"
+        )
+        rows.append(
+            [
+                r["asha"],
+                r["full"],
+                f"{trials} ({r['pruned']} pruned by ASHA)",
+                "yes" if r["same_configs"] else "no",
+                best(r["best_trial_asha"], r["best_metric_asha"], r["best_pct_asha"]),
+                best(r["best_trial_full"], r["best_metric_full"], r["best_pct_full"]),
+                fmt_pct(100 * r["best_ratio"]),
+                fmt_int(r["env_steps_asha"]),
+                fmt_int(r["env_steps_full"]),
+                fmt_pct(100 * r["spent_ratio"]),
+                fate(r),
+            ]
+        )
+    lines += [markdown_table(header, rows), ""]
+    for _, r in check.iterrows():
+        met = {True: "met", False: "not met"}
+        verdict = (
+            f"**{r['asha']}**: ASHA's best reached {fmt_pct(100 * r['best_ratio'])} of the "
+            f"full-budget best (goal ≥ {100 * (1 - BEST_GAP):g}%: "
+            f"{met[bool(r['best_goal_met'])]}) with {fmt_pct(100 * r['spent_ratio'])} of its env "
+            f"steps (goal ≤ {share}: {met[bool(r['spent_goal_met'])]})."
+        )
+        if not r["same_configs"]:
+            verdict += " The two sweeps' configurations differ: no like-for-like comparison."
+        lines += [verdict, ""]
+    return lines
 
 
 def sweep_section(runs: pd.DataFrame, asha: pd.DataFrame, plot_for: dict[str, str]) -> list[str]:

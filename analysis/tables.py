@@ -28,7 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.collect import COMPLETED, ERRORED, HP_PREFIX, INCOMPLETE, STOPPED_EARLY
+from analysis.collect import HP_PREFIX
 
 TRIAL_KEY = ["experiment", "trial_id"]
 CONFIG_KEY = ["env", "variant", "config"]
@@ -452,53 +452,6 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
                     "why": why,
                 }
             )
-    return pd.DataFrame(rows)
-
-
-# --- ASHA -------------------------------------------------------------------------------------
-
-
-def asha_savings(runs: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep: env steps spent vs. every trial run to its full budget, and the best trial's fate.
-
-    spent = sum over trials of the env steps each sampled; full = trials x per-trial budget
-    (``budget_env_steps``: the env-step stop criterion / ASHA max_t); saving = 1 - spent / full.
-    The best trial "survived" when it ran to its budget (status completed).
-    """
-    trials = trial_summary(runs[runs["kind"] == "sweep"])
-    if trials.empty:
-        return pd.DataFrame()
-    best = best_trials(trials).set_index("experiment")
-    scheduler = runs.drop_duplicates("experiment").set_index("experiment")["scheduler"]
-    rows = []
-    for experiment, g in trials.groupby("experiment", sort=True):
-        budget = float(g["budget_env_steps"].iloc[0]) if g["budget_env_steps"].notna().any() else 0
-        spent = float(g["env_steps"].sum())
-        full = len(g) * budget if budget else math.nan
-        status = g["trial_status"].value_counts()
-        b = best.loc[experiment] if experiment in best.index else None
-        rows.append(
-            {
-                "env": g["env"].iloc[0],
-                "variant": g["variant"].iloc[0],
-                "experiment": experiment,
-                "algo": g["algo"].iloc[0],
-                "scheduler": scheduler.get(experiment, ""),
-                "trials": len(g),
-                COMPLETED: int(status.get(COMPLETED, 0)),
-                STOPPED_EARLY: int(status.get(STOPPED_EARLY, 0)),
-                ERRORED: int(status.get(ERRORED, 0)),
-                INCOMPLETE: int(status.get(INCOMPLETE, 0)),
-                "budget_env_steps": budget or math.nan,
-                "spent_env_steps": spent,
-                "full_env_steps": full,
-                "saving_pct": 100.0 * (1.0 - spent / full) if full else math.nan,
-                "best_trial": "" if b is None else b["trial_id"],
-                "best_metric": math.nan if b is None else b["final_metric"],
-                "best_status": "" if b is None else b["trial_status"],
-                "best_survived": False if b is None else b["trial_status"] == COMPLETED,
-            }
-        )
     return pd.DataFrame(rows)
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis import collect, fmt, plots, report, sections, summary, tables
+from analysis import asha, collect, fmt, plots, report, sections, summary, tables
 from analysis.__main__ import main
 from sweeps import keys
 
@@ -108,6 +108,7 @@ def write_experiment(
     scheduler: dict[str, Any] | None = None,
     hyperparameters: Sequence[str] = (),
     git_dirty: bool | None = False,
+    args: dict[str, Any] | None = None,
 ) -> Path:
     """A fake Tune experiment folder with our runner's run.json and one folder per trial."""
     exp_dir = root / name
@@ -121,7 +122,7 @@ def write_experiment(
         "kind": kind,
         "command": f"python sweeps/{name}.py --num-samples {len(trials)}",
         "argv": [f"sweeps/{name}.py", "--num-samples", str(len(trials))],
-        "args": {"num_samples": len(trials)},
+        "args": {"num_samples": len(trials), **(args or {})},
         "hyperparameters": list(hyperparameters),
         "search_space": {h: "loguniform(0.0001, 0.01)" for h in hyperparameters},
         "metric": keys.flat(keys.RETURN_MEAN),
@@ -557,14 +558,14 @@ def test_ideal_scaling_is_a_real_line():
 
 
 def test_asha_savings(runs):
-    asha = tables.asha_savings(runs).set_index("experiment").loc["apex_sweep"]
-    assert asha["trials"] == 4
-    assert (asha["completed"], asha["stopped_early"], asha["errored"]) == (1, 2, 1)
-    assert asha["spent_env_steps"] == 500 + 200 + 400 + 200
-    assert asha["full_env_steps"] == 4 * 500
-    assert asha["saving_pct"] == pytest.approx(100 * (1 - 1300 / 2000))
-    assert (asha["best_trial"], asha["best_metric"]) == ("abc12_00000", 97)
-    assert bool(asha["best_survived"])
+    row = asha.asha_savings(runs).set_index("experiment").loc["apex_sweep"]
+    assert row["trials"] == 4
+    assert (row["completed"], row["stopped_early"], row["errored"]) == (1, 2, 1)
+    assert row["spent_env_steps"] == 500 + 200 + 400 + 200
+    assert row["full_env_steps"] == 4 * 500
+    assert row["saving_pct"] == pytest.approx(100 * (1 - 1300 / 2000))
+    assert (row["best_trial"], row["best_metric"]) == ("abc12_00000", 97)
+    assert bool(row["best_survived"])
 
 
 def test_asha_best_trial_stopped_early_did_not_survive(tmp_path):
@@ -575,10 +576,106 @@ def test_asha_best_trial_stopped_early_did_not_survive(tmp_path):
         kind="sweep",
         scheduler={"type": "asha", "time_attr": keys.flat(keys.ENV_STEPS), "max_t": 500},
     )
-    asha = tables.asha_savings(collect.collect([exp]).runs).iloc[0]
-    assert (asha["best_trial"], asha["best_status"]) == ("abc12_00001", collect.STOPPED_EARLY)
-    assert not asha["best_survived"]
-    assert asha["saving_pct"] == pytest.approx(100 * (1 - 700 / 1000))
+    row = asha.asha_savings(collect.collect([exp]).runs).iloc[0]
+    assert (row["best_trial"], row["best_status"]) == ("abc12_00001", collect.STOPPED_EARLY)
+    assert not row["best_survived"]
+    assert row["saving_pct"] == pytest.approx(100 * (1 - 700 / 1000))
+
+
+def write_asha_pair(root: Path, full_hp_lr: Sequence[float] = (1e-3, 1e-2, 3e-3)) -> Path:
+    """An ASHA sweep of 3 trials and its FIFO re-run to the full 500-step budget
+    (``--configs-from``); 100 env steps per iteration, returns in % of an optimum of 100."""
+    asha_trials = [
+        dict(hp={"lr": 1e-3}, returns=[NAN, 30, 60, 80, 92]),  # 500 steps, completed: ASHA's best
+        dict(hp={"lr": 1e-2}, returns=[NAN, 20]),  # pruned at 200 steps
+        dict(hp={"lr": 3e-3}, returns=[NAN, 50, 70]),  # pruned at 300 steps
+    ]
+    full_trials = [
+        dict(hp={"lr": full_hp_lr[0]}, returns=[NAN, 30, 60, 80, 92]),
+        dict(hp={"lr": full_hp_lr[1]}, returns=[NAN, 20, 40, 60, 70]),
+        dict(hp={"lr": full_hp_lr[2]}, returns=[NAN, 50, 70, 90, 95]),  # the full-budget best
+    ]
+    for trial in asha_trials + full_trials:
+        trial["greedy"] = trial["returns"]
+    asha_scheduler = {"type": "asha", "time_attr": keys.flat(keys.ENV_STEPS), "max_t": 500}
+    common = dict(algo="apex", kind="sweep", hyperparameters=["lr"])
+    write_experiment(root, "apex_asha", asha_trials, scheduler=asha_scheduler, **common)
+    args = {"configs_from": str(root.resolve() / "apex_asha"), "scheduler": "fifo"}
+    write_experiment(root, "apex_full", full_trials, args=args, **common)
+    return root
+
+
+def test_asha_check_against_the_same_configurations_at_full_budget(tmp_path):
+    runs = collect.collect([write_asha_pair(tmp_path)]).runs
+    assert set(runs.loc[runs["experiment"] == "apex_full", "configs_from"]) == {"apex_asha"}
+    check = asha.asha_check(runs)
+    assert len(check) == 1
+    row = check.iloc[0]
+    assert (row["asha"], row["full"], row["trials_asha"], row["pruned"]) == (
+        "apex_asha",
+        "apex_full",
+        3,
+        2,
+    )
+    assert bool(row["same_configs"])
+    assert (row["best_trial_asha"], row["best_metric_asha"], row["best_pct_asha"]) == (
+        "abc12_00000",
+        92,
+        92,
+    )
+    assert (row["best_trial_full"], row["best_metric_full"]) == ("abc12_00002", 95)
+    assert row["best_ratio"] == pytest.approx(92 / 95)
+    assert (row["env_steps_asha"], row["env_steps_full"]) == (500 + 200 + 300, 3 * 500)
+    assert row["spent_ratio"] == pytest.approx(1000 / 1500)
+    assert (row["full_best_under_asha"], row["full_best_under_asha_status"]) == (
+        "abc12_00002",
+        collect.STOPPED_EARLY,
+    )
+    assert row["full_best_under_asha_env_steps"] == 300
+    assert bool(row["best_goal_met"]) and not bool(row["spent_goal_met"])
+
+    lines = sections.asha_check_section(check)
+    text = "\n".join(lines)
+    table = _table(text)
+    assert table == [
+        {
+            "ASHA sweep": "apex_asha",
+            "full-budget sweep": "apex_full",
+            "trials": "3 (2 pruned by ASHA)",
+            "same configurations": "yes",
+            "ASHA's best": "92.0 = 92.0% of optimum (trial abc12_00000)",
+            "full budget's best": "95.0 = 95.0% of optimum (trial abc12_00002)",
+            "ASHA's / full budget's best": "96.8%",
+            "env steps, ASHA": "1,000",
+            "env steps, full budget": "1,500",
+            "ASHA's / full budget's env steps": "66.7%",
+            "full budget's best configuration under ASHA": (
+                "trial abc12_00002: stopped early at 300 env steps"
+            ),
+        }
+    ]
+    assert "(goal ≥ 95%: met) with 66.7% of its env steps (goal ≤ 40%: not met)" in text
+
+
+def test_asha_check_says_when_the_configurations_differ(tmp_path):
+    runs = collect.collect([write_asha_pair(tmp_path, full_hp_lr=(1e-3, 1e-2, 5e-3))]).runs
+    row = asha.asha_check(runs).iloc[0]
+    assert not bool(row["same_configs"])
+    assert "configurations differ" in "\n".join(sections.asha_check_section(asha.asha_check(runs)))
+
+
+def test_report_shows_the_asha_check(tmp_path):
+    write_asha_pair(tmp_path / "raw")
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    text = (out / "REPORT.md").read_text()
+    check = _section(text, "### ASHA against the same configurations at full budget")
+    assert _table(check)[0]["ASHA's / full budget's env steps"] == "66.7%"
+    # The table is rebuilt from runs.csv alone.
+    again = tmp_path / "again"
+    assert main(["report", str(out / "runs.csv"), "--out", str(again)]) == 0
+    rebuilt = (again / "REPORT.md").read_text()
+    assert _section(rebuilt, "### ASHA against the same configurations at full budget") == check
 
 
 # --- Report -----------------------------------------------------------------------------------
