@@ -13,6 +13,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from sweeps import storage
