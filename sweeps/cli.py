@@ -348,7 +348,7 @@ def _configs_from(
         args.num_samples = len(source_points(sweep, args))
     except UsageError as e:
         parser.error(str(e))
-    args.configs_from = os.path.realpath(os.path.expanduser(args.configs_from))
+    args.configs_from = str(Path(args.configs_from).expanduser().resolve())
 
 
 def _explicit_flags(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> set[str]:
