@@ -78,7 +78,7 @@ def check_writable(path: Path) -> None:
     says yes to root on read-only and virtual file systems (``/proc``, a read-only mount)."""
     if path.exists() and not os.access(path, os.W_OK):
         raise UsageError(f"{path}: not writable")
-    parent = path
+    parent = path if path.is_dir() else path.parent  # an existing file is written in place
     while not parent.exists():
         parent = parent.parent
     if not parent.is_dir():

@@ -234,6 +234,20 @@ def test_resume_rebuilds_the_recorded_arguments(as_uri, tmp_path, no_ray):
     assert config.env_config["tm_seed"] == 2
 
 
+def test_check_writable(tmp_path):
+    """An existing file (a report or runs.csv written again) passes; a path under a file, or
+    where no folder can be made (/proc: os.access says yes to root there), is refused."""
+    from sweeps.common import UsageError, check_writable
+
+    (tmp_path / "runs.csv").write_text("old\n")
+    for ok in ("runs.csv", "new/deeper/runs.csv", "."):
+        check_writable(tmp_path / ok)
+    for bad in (tmp_path / "runs.csv" / "x", Path("/proc/x"), Path("/proc/x/y.csv")):
+        with pytest.raises(UsageError):
+            check_writable(bad)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]  # the probes are gone
+
+
 BAD_ANALYSIS_ARGS = {
     "unknown flag": ["collect", "--bogus", "{tmp}", "--out", "{tmp}/out/runs.csv"],
     "no command": [],
