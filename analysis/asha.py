@@ -66,26 +66,25 @@ def asha_savings(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _same_configurations(a: pd.DataFrame, b: pd.DataFrame) -> bool:
-    """Whether two sweeps' trials, in trial order, have the same seeds and searched values."""
-    if len(a) != len(b):
-        return False
-    columns = ["seed"] + sorted(c for c in a.columns if c.startswith(HP_PREFIX))
-    for column in columns:
-        x = a.sort_values("trial_id")[column].to_numpy()
-        y = b.sort_values("trial_id")[column].to_numpy() if column in b else None
-        if y is None:
-            return False
-        for u, v in zip(x, y, strict=True):
-            if pd.isna(u) and pd.isna(v):
-                continue
-            try:
-                if not math.isclose(float(u), float(v), rel_tol=1e-9, abs_tol=0.0):
-                    return False
-            except (TypeError, ValueError):
-                if str(u) != str(v):
-                    return False
-    return True
+def _configuration(trial: pd.Series, columns: list[str]) -> tuple:
+    """A trial's seed and searched values, comparable across sweeps (floats to 12 digits)."""
+
+    def cell(value):
+        if pd.isna(value):
+            return None
+        try:
+            return float(f"{float(value):.12g}")
+        except (TypeError, ValueError):
+            return str(value)
+
+    return tuple(cell(trial.get(c)) for c in columns)
+
+
+def _configurations(trials: pd.DataFrame) -> list[tuple]:
+    """Each trial's configuration: its seed and the searched values the sweep set."""
+    searched = [c for c in trials.columns if c.startswith(HP_PREFIX) and trials[c].notna().any()]
+    columns = ["seed"] + sorted(searched)
+    return [_configuration(t, columns) for _, t in trials.iterrows()]
 
 
 def _best(trials: pd.DataFrame) -> pd.Series | None:
@@ -99,7 +98,8 @@ def asha_check(runs: pd.DataFrame) -> pd.DataFrame:
     trial order), each sweep's best trial (:func:`analysis.tables.rank_trials`: what the sweep
     hands you) with its final search metric and % of optimum, the ratio of the two bests, the
     env steps each sampled (all trials) and their ratio, where the full-budget best configuration
-    ended under ASHA, and whether each goal was met. Empty when no such pair is in the table."""
+    ended under ASHA, and whether each goal was met. Empty when no such pair is in the table.
+    Trials are matched by configuration (seed and searched values): Tune's trial ids are random."""
     sweeps = runs[runs["kind"] == "sweep"]
     if sweeps.empty or "configs_from" not in sweeps:
         return pd.DataFrame()
@@ -111,18 +111,22 @@ def asha_check(runs: pd.DataFrame) -> pd.DataFrame:
             continue
         if info.at[full, "scheduler"] != "fifo":
             continue
-        a = trials[trials["experiment"] == source].sort_values("trial_id")
-        f = trials[trials["experiment"] == full].sort_values("trial_id")
+        # Tune's trial ids are random: trials are matched by configuration, not by id or order.
+        a = trials[trials["experiment"] == source]
+        f = trials[trials["experiment"] == full]
+        configs_a, configs_f = _configurations(a), _configurations(f)
         best_a, best_f = _best(a), _best(f)
         metric_a = math.nan if best_a is None else float(best_a["final_metric"])
         metric_f = math.nan if best_f is None else float(best_f["final_metric"])
         best_ratio = metric_a / metric_f if metric_f > 0 else math.nan
         spent_a, spent_f = float(a["env_steps"].sum()), float(f["env_steps"].sum())
         spent_ratio = spent_a / spent_f if spent_f > 0 else math.nan
-        # The full-budget best configuration (same position in trial order) under ASHA.
+        # The full-budget best configuration under ASHA (the ASHA trial with its configuration).
         under_asha = None
-        if best_f is not None and len(a) == len(f):
-            under_asha = a.iloc[list(f["trial_id"]).index(best_f["trial_id"])]
+        if best_f is not None:
+            wanted = configs_f[list(f["trial_id"]).index(best_f["trial_id"])]
+            if wanted in configs_a:
+                under_asha = a.iloc[configs_a.index(wanted)]
         rows.append(
             {
                 "env": info.at[source, "env"],
@@ -132,7 +136,7 @@ def asha_check(runs: pd.DataFrame) -> pd.DataFrame:
                 "trials_asha": len(a),
                 "trials_full": len(f),
                 "pruned": int((a["trial_status"] == STOPPED_EARLY).sum()),
-                "same_configs": _same_configurations(a, f),
+                "same_configs": sorted(configs_a, key=repr) == sorted(configs_f, key=repr),
                 "best_trial_asha": "" if best_a is None else best_a["trial_id"],
                 "best_metric_asha": metric_a,
                 "best_pct_asha": np.nan if best_a is None else best_a["final_pct_of_optimum"],

@@ -53,10 +53,16 @@ def _read(path: Path) -> Any:
         return None
 
 
-def _trial_order(trial_dir: Path) -> tuple[int, str]:
-    """Tune numbers its trials in the order the searcher suggested them (``<id>_00003``)."""
-    tail = trial_dir.name.rsplit("_", 1)[-1]
-    return (int(tail) if tail.isdigit() else 1 << 30, trial_dir.name)
+def _trial_order(trial_dir: Path) -> tuple[float, str]:
+    """When a trial started (its first result's timestamp less its time so far): Tune's trial
+    ids are random, so the order the searcher suggested them in is the order they ran in (one
+    at a time; on a cluster, the order they started in). Trials that never reported go last."""
+    try:
+        with (trial_dir / "result.json").open(encoding="utf-8") as f:
+            first = json.loads(f.readline())
+        return (float(first["timestamp"]) - float(first.get("time_total_s") or 0.0), trial_dir.name)
+    except (OSError, ValueError, KeyError, TypeError):
+        return (float("inf"), trial_dir.name)
 
 
 def source_points(sweep: Sweep, args: argparse.Namespace) -> list[dict[str, Any]]:

@@ -111,7 +111,8 @@ def _flat(config: dict, prefix: str = "") -> dict:
 
 def _source_sweep(tmp_path, sweep, n: int, **recorded) -> tuple:
     """A finished sweep's folder as the runner leaves it (run.json, trial folders with
-    params.json), its configs drawn by the real searcher; trial folders created out of order."""
+    params.json and result.json), its configs drawn by the real searcher."""
+    import hashlib
     import json
 
     from sweeps.cli import parse_args
@@ -121,10 +122,12 @@ def _source_sweep(tmp_path, sweep, n: int, **recorded) -> tuple:
     searcher = make_searcher(sweep, args, "m")
     configs = [searcher.suggest(f"t{i}") for i in range(n)]
     source = tmp_path / "source"
-    for i in reversed(range(n)):  # 00010 after 00009: numbers, not names
-        trial = source / f"ApexDQN_ab12c_{i:05d}"
+    for i in range(n):  # Tune's trial ids are random: the order is when each started
+        trial = source / f"ApexDQN_{hashlib.md5(str(i).encode()).hexdigest()[:8]}"
         trial.mkdir(parents=True)
         (trial / "params.json").write_text(json.dumps(configs[i]))
+        first = {"training_iteration": 1, "timestamp": 1000 + 60 * i, "time_total_s": 50 - i}
+        (trial / "result.json").write_text(json.dumps(first) + "\n")
     args = {"seed": 3, "variant": "base", **recorded}
     record = {"sweep": sweep.name, "kind": "sweep", "args": args}
     (source / "run.json").write_text(json.dumps(record))
