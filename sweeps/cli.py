@@ -50,6 +50,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "tm_seed": 0,
     "progress_interval_s": 20.0,
     "benchmark_seeds": None,
+    "optuna_storage": None,
     "iteration_s": None,
     "verbose": False,
     "resume": None,
@@ -189,6 +190,13 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         "sweep's configurations at full budget, to check what ASHA saved and lost",
     )
     s.add_argument(
+        "--optuna-storage",
+        metavar="URL",
+        help="keep the Optuna study, named after the run (--name), in this database (e.g. "
+        "sqlite:///runs/optuna.db), to inspect or continue it with optuna.load_study; a study "
+        "of that name already there is continued",
+    )
+    s.add_argument(
         "--benchmark-seeds",
         type=count(1),
         help="benchmark mode: no search; run the tuned defaults once per seed "
@@ -326,6 +334,13 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
         _check_storage(args.storage_path, args.name)
     except UsageError as e:
         parser.error(str(e))
+    if args.optuna_storage is not None:
+        if args.benchmark_seeds:
+            parser.error("--optuna-storage: --benchmark-seeds runs no search; drop one of them")
+        try:
+            args.optuna_storage = storage.optuna_storage_url(args.optuna_storage)
+        except UsageError as e:
+            parser.error(f"--optuna-storage {args.optuna_storage}: {e}")
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 

@@ -46,5 +46,7 @@ def dry_run_lines(
             tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
             lines.append("[dry-run] " + describe_first_trial(unexpressed))
             lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
+    if args.optuna_storage and not args.resume:
+        lines.append(f"[dry-run] Optuna study (not created): {storage.study_call(args)}")
     lines.append("[dry-run] nothing started, nothing written")
     return "\n".join(lines)

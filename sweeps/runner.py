@@ -191,6 +191,8 @@ def search(
         num_samples = args.num_samples
         first_trial = {"params": points[0], "not_expressed": unexpressed}
         print("[sweep] " + describe_first_trial(unexpressed, args.configs_from), flush=True)
+        if args.optuna_storage:
+            print(f"[sweep] Optuna study: {storage.study_call(args)}", flush=True)
         scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, scheduler_info)
@@ -342,8 +344,9 @@ def make_searcher(
     points_to_evaluate: list[dict[str, Any]] | None = None,
 ) -> Any:
     """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
-    gives the same suggestions. ``points_to_evaluate`` (search-parameter values, e.g. the tuned
-    defaults from ``sweeps.tuned``) are enqueued and tried first."""
+    gives the same suggestions; the study lives in ``--optuna-storage`` when given.
+    ``points_to_evaluate`` (search-parameter values, e.g. the tuned defaults from
+    ``sweeps.tuned``) are enqueued and tried first."""
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
@@ -358,6 +361,10 @@ def make_searcher(
         mode="max",
         sampler=sampler,
         points_to_evaluate=points_to_evaluate or None,
+        # --optuna-storage: the study in a database, named after the run (Optuna's
+        # create_study(..., load_if_exists=True), as OptunaSearch calls it); else in memory.
+        study_name=args.name,
+        storage=storage.optuna_storage(args.optuna_storage) if args.optuna_storage else None,
     )
 
 

@@ -1,5 +1,6 @@
-"""Where a sweep folder lives: a local folder, or a storage URI (``s3://bucket/runs``,
-``gs://…``, ``file:///abs/path``) that goes to Tune untouched.
+"""Where a sweep's data lives: its folder, a local folder or a storage URI (``s3://bucket/runs``,
+``gs://…``, ``file:///abs/path``) that goes to Tune untouched; and, with ``--optuna-storage``,
+the database that holds its Optuna study.
 
 Tune reads and writes its storage through pyarrow's filesystems (``RunConfig(storage_path=...)``);
 the suite's own files in a sweep folder (``run.json``, ``failures.jsonl``) go through the same
@@ -13,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeps.common import UsageError, atomic_write_text, error_line
+from sweeps.common import UsageError, atomic_write_text, check_writable, error_line
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
@@ -146,3 +147,53 @@ def append_line(fs: Any, path: str, line: str) -> None:
         pass
     with fs.open_output_stream(path) as f:
         f.write(data)
+
+
+def optuna_storage_url(text: str) -> str:
+    """``--optuna-storage``: a database URL for Optuna's RDBStorage (SQLAlchemy's form, e.g.
+    ``sqlite:///runs/optuna.db``, ``postgresql://user@host/db``), checked without writing: a
+    SQLite file's folder must be one that can be made (it is, when the sweep starts), another
+    database must answer. Returned with a SQLite path made absolute, so that a resumed sweep
+    started elsewhere finds the same file. A UsageError says what is wrong in one line."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        url = make_url(text)
+        url.get_dialect()
+    except (ArgumentError, NoSuchModuleError) as e:
+        raise UsageError(
+            f"not a database URL Optuna can use ({e}); e.g. sqlite:///runs/optuna.db"
+        ) from None
+    if url.get_backend_name() == "sqlite":
+        if url.database in (None, "", ":memory:"):
+            raise UsageError("an in-memory database keeps nothing; name a file (sqlite:///PATH)")
+        path = Path(url.database).expanduser().resolve()
+        if path.is_dir():
+            raise UsageError(f"{path} is a folder; name a database file inside it")
+        check_writable(path)
+        return url.set(database=str(path)).render_as_string(hide_password=False)
+    try:
+        with create_engine(url).connect():
+            pass
+    except Exception as e:  # a database driver not installed, a server that does not answer
+        raise UsageError(f"cannot connect: {error_line(f'{type(e).__name__}: {e}')}") from None
+    return text
+
+
+def optuna_storage(url: str) -> Any:
+    """Optuna's RDBStorage at a checked ``url`` (``optuna_storage_url``); a SQLite file's folder
+    is made first (SQLite makes the file, not its folder)."""
+    import optuna
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    return optuna.storages.RDBStorage(url)
+
+
+def study_call(args: Any) -> str:
+    """The call that opens a sweep's Optuna study (``--optuna-storage``) in Python."""
+    return f"optuna.load_study(study_name={args.name!r}, storage={args.optuna_storage!r})"

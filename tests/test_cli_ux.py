@@ -414,8 +414,9 @@ def test_file_uri_sweep_end_to_end(tmp_path, capsys, ray_session, monkeypatch):
 
     monkeypatch.chdir(tmp_path)  # where a local folder named "file:" would appear
     uri = (tmp_path / "runs").as_uri()
+    db = f"sqlite:///{tmp_path}/optuna/sweeps.db"  # its folder does not exist yet
     argv = ["--smoke", "--num-samples", "1", "--storage-path", uri, "--name", "exp"]
-    assert dqn_cabs.main(argv) == 0
+    assert dqn_cabs.main([*argv, "--optuna-storage", db]) == 0
     out = capsys.readouterr().out
     assert f"[sweep] run folder: {uri}/exp" in out
     assert f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp" in out
@@ -425,3 +426,75 @@ def test_file_uri_sweep_end_to_end(tmp_path, capsys, ray_session, monkeypatch):
     (trial,) = [p for p in folder.iterdir() if p.name.startswith("DQN_")]
     assert (trial / "result.json").read_text().strip()
     assert not (tmp_path / "file:").exists()
+    # The Optuna study outlives the sweep: Optuna's own tools open it by the run's name.
+    assert f"[sweep] Optuna study: optuna.load_study(study_name='exp', storage='{db}')" in out
+    (done,) = _load_study("exp", db).trials
+    assert done.state.name == "COMPLETE" and done.value is not None
+
+
+def _load_study(name: str, url: str):
+    import optuna
+
+    return optuna.load_study(study_name=name, storage=url)
+
+
+def test_optuna_storage_holds_the_study_named_after_the_run(tmp_path):
+    """--optuna-storage sqlite:///...: the searcher's study is in that file under the run's
+    name; the tuned defaults wait there as the first (enqueued) trial, and a finished trial
+    is told to it."""
+    import pickle
+
+    from sweeps.cli import parse_args
+    from sweeps.runner import make_searcher
+    from sweeps.tuned import tuned_point
+
+    sweep = _sweep("dqn_cabs")
+    db = tmp_path / "db" / "optuna.db"
+    argv = ["--storage-path", str(tmp_path), "--name", "run-1", "--optuna-storage"]
+    args = parse_args(sweep, [*argv, f"sqlite:///{db}"])
+    assert args.optuna_storage == f"sqlite:///{db}" and not db.parent.exists()  # not yet made
+    point, _ = tuned_point(sweep.sample_params, sweep.make_config(args).to_dict())
+    searcher = make_searcher(sweep, args, "m", points_to_evaluate=[point])
+
+    (waiting,) = _load_study("run-1", args.optuna_storage).trials
+    assert waiting.state.name == "WAITING"
+    assert waiting.system_attrs["fixed_params"] == pytest.approx(point)  # Optuna's enqueue
+    searcher.suggest("t0")
+    searcher.on_trial_complete("t0", {"m": 42.0, "training_iteration": 1})
+    (done,) = _load_study("run-1", args.optuna_storage).trials
+    assert done.state.name == "COMPLETE" and done.value == 42.0
+    assert done.params == pytest.approx(point)
+    # Tune pickles the searcher into the sweep folder; a resumed sweep goes on in the same study.
+    pickle.loads(pickle.dumps(searcher)).suggest("t1")
+    assert len(_load_study("run-1", args.optuna_storage).trials) == 2
+
+
+def test_optuna_storage_sqlite_path_is_made_absolute(tmp_path, monkeypatch):
+    from sweeps.cli import parse_args
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["--storage-path", "runs", "--optuna-storage", "sqlite:///studies/optuna.db"]
+    args = parse_args(_sweep("dqn_cabs"), argv)
+    assert args.optuna_storage == f"sqlite:///{tmp_path}/studies/optuna.db"
+
+
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("foo://host/db", "not a database URL Optuna can use"),
+        ("not a url", "not a database URL Optuna can use"),
+        ("sqlite://", "an in-memory database keeps nothing"),
+        ("sqlite:////proc/x/optuna.db", "cannot be created"),
+        ("sqlite:///{tmp}", "is a folder"),
+    ],
+)
+def test_bad_optuna_storage_is_one_line_exit_2_before_ray(url, words, tmp_path, capsys):
+    from sweeps import dqn_cabs
+
+    url = url.replace("{tmp}", str(tmp_path))
+    with pytest.raises(SystemExit) as exc:
+        dqn_cabs.main(["--storage-path", str(tmp_path / "runs"), "--optuna-storage", url])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--optuna-storage {url}: " in err[0] and words in err[0], err
+    assert list(tmp_path.iterdir()) == []  # nothing written
