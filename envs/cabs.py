@@ -5,7 +5,8 @@ Two variants share one class, :class:`CabsEnv`:
 * base (``Cabs-v0``): every one of the 25 actions is available in every state;
 * requests (``CabsRequests-v0``, :class:`CabsRequestsEnv` or config ``requests=True``): at
   every state a random set of ride requests arrives and only those rides (plus going offline)
-  can be taken; the observation carries a 0/1 mask of the available actions.
+  can be taken; the observation carries the month's progress and a 0/1 mask of the available
+  actions.
 
 Conventions
 -----------
@@ -20,7 +21,10 @@ Conventions
   trip is paid in full.
 * A state ``(location, hour, day)`` has the index ``(location * 24 + hour) * 7 + day``
   (``0..839``), see :func:`state_index`. The observation is the concatenation of the one-hot
-  location, hour and day (36 entries), followed on the request variant by the action mask.
+  location, hour and day (36 entries), followed on the request variant by the month's progress
+  (hours used / 720; 1 once the month is over) and the action mask. The optimal policy depends
+  on the hours used (:mod:`envs.optimum` solves over them): without the progress entry a
+  Q-function sees one value for every point of the month. It adds nothing to the MDP.
 
 All transitions are precomputed once per city (:func:`city`) as ``840 x 25`` tables of reward,
 hours and next state; the env only indexes them, and :mod:`envs.optimum` solves the same tables.
@@ -47,13 +51,15 @@ EPISODE_HOURS = 30 * HOURS_PER_DAY  # 720
 MAX_TRAVEL_HOURS = 23  # travel times are drawn from 1..23
 MAX_STEP_HOURS = 2 * MAX_TRAVEL_HOURS  # an empty drive plus a ride
 
-# Observation layout: [one-hot location | one-hot hour | one-hot day | action mask (requests)].
+# Observation layout: [one-hot location | one-hot hour | one-hot day], then on the request
+# variant [progress = hours used / 720 | action mask].
 LOCATION_START = 0
 HOUR_START = LOCATION_START + NUM_LOCATIONS  # 5
 DAY_START = HOUR_START + HOURS_PER_DAY  # 29
 OBS_SIZE = DAY_START + DAYS_PER_WEEK  # 36
-MASK_START = OBS_SIZE  # 36
-REQUEST_OBS_SIZE = MASK_START + NUM_ACTIONS  # 61
+PROGRESS_INDEX = OBS_SIZE  # 36
+MASK_START = PROGRESS_INDEX + 1  # 37
+REQUEST_OBS_SIZE = MASK_START + NUM_ACTIONS  # 62
 
 OFFLINE_ACTION = 0
 OFFLINE_ACTIONS = tuple(p * NUM_LOCATIONS + p for p in range(NUM_LOCATIONS))  # 0, 6, ..., 24
@@ -357,9 +363,11 @@ class CabsEnv(gym.Env):
     # ---------------------------------------------------------------- internals
 
     def _observe(self, rides: np.ndarray | None = None) -> np.ndarray:
-        """Observation of the current state; on the request variant, draw (or set) requests."""
+        """Observation of the current state; on the request variant, the month's progress and
+        the drawn (or set) requests."""
         obs = self._obs_table[self._state].copy()
         if self.requests:
+            obs[PROGRESS_INDEX] = min(self._hours_used / EPISODE_HOURS, 1.0)
             if rides is None:
                 rides = self._draw_requests()
             obs[MASK_START + rides] = 1.0

@@ -19,6 +19,7 @@ from envs.cabs import (
     MASK_START,
     NUM_ACTIONS,
     OBS_SIZE,
+    PROGRESS_INDEX,
     REQUEST_OBS_SIZE,
     REVENUE_PER_HOUR,
     RIDE_ACTIONS,
@@ -200,7 +201,7 @@ def test_request_variant_observation_and_mask() -> None:
     obs, info = env.reset(seed=0)
     for _ in range(300):
         mask = obs[MASK_START:]
-        assert obs.shape == (61,) and obs.dtype == np.float32
+        assert obs.shape == (62,) and obs.dtype == np.float32
         assert np.array_equal(mask, info["action_mask"])
         assert mask[0] == 1  # offline is always available
         assert mask[[6, 12, 18, 24]].sum() == 0  # the other offline actions are not
@@ -209,6 +210,20 @@ def test_request_variant_observation_and_mask() -> None:
         obs, _, terminated, _, info = env.step(int(np.flatnonzero(mask)[-1]))
         if terminated:
             obs, info = env.reset()
+
+
+def test_request_variant_observes_the_months_progress() -> None:
+    env = CabsRequestsEnv()
+    obs, info = env.reset(seed=0)
+    assert obs[PROGRESS_INDEX] == 0.0 and PROGRESS_INDEX == OBS_SIZE < MASK_START
+    terminated = False
+    while not terminated:
+        obs, _, terminated, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+        assert obs[PROGRESS_INDEX] == np.float32(min(info["hours_used"] / 720, 1.0))
+    assert obs[PROGRESS_INDEX] == 1.0 and info["hours_used"] >= 720
+    obs, _ = env.set_state(2, 5, 3, hours_used=540)
+    assert obs[PROGRESS_INDEX] == 0.75 and where(obs) == (2, 5, 3)
+    assert len(CabsEnv().reset(seed=0)[0]) == OBS_SIZE  # the base variant has no progress
 
 
 def test_unavailable_action_is_taken_as_offline() -> None:
@@ -285,7 +300,7 @@ def test_config_sources_merge() -> None:
     assert CabsEnv(context).config["tm_seed"] == 4
     assert CabsEnv({"tm_seed": 4}, tm_seed=5).config["tm_seed"] == 5
     assert CabsEnv(tm_seed=np.int64(2)).config["tm_seed"] == 2
-    assert CabsEnv(requests=True).observation_space.shape == (61,)
+    assert CabsEnv(requests=True).observation_space.shape == (REQUEST_OBS_SIZE,)
     assert CabsRequestsEnv({"tm_seed": 1}).config == {
         **validate_env_config({"tm_seed": 1}),
         "requests": True,

@@ -1,8 +1,8 @@
 """Action-masked DQN RLModule for ``CabsRequests-v0`` (works with stock DQN and with ApexDQN).
 
-The request variant's observation is the 36-entry one-hot state followed by a 0/1 mask of the
-25 actions available now (``envs.cabs.MASK_START``). :class:`MaskedDQNTorchRLModule` lets the
-network see the whole observation, then pushes the Q-values of unavailable actions to
+The request variant's observation is the 36-entry one-hot state and the month's progress, then a
+0/1 mask of the 25 actions available now (``envs.cabs.MASK_START``). :class:`MaskedDQNTorchRLModule`
+lets the network see the whole observation, then pushes the Q-values of unavailable actions to
 :data:`MASKED_Q_VALUE` in ``_qf_forward_helper``, the one place through which RLlib's DQN
 module computes every Q-value (online and target network). Hence:
 
@@ -49,7 +49,7 @@ class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
     """RLlib's DQN torch module with Q-values of unavailable actions masked out.
 
     The mask is read from ``obs[..., start : start + num_actions]`` with ``start`` =
-    ``model_config["action_mask_start"]`` (default ``envs.cabs.MASK_START`` = 36).
+    ``model_config["action_mask_start"]`` (default ``envs.cabs.MASK_START`` = 37).
     Distributional Q (``num_atoms > 1``) is not supported (its logits would need masking too).
     """
 
