@@ -5,7 +5,8 @@ trial *starts* (so a running sweep can already be explored), then only a curated
 not RLlib's 150-key dump: first the columns a reader decides by (``leading_columns``: the
 judging return, % of optimum, time to target, env steps/s, each described), then
 ``CURATED_METRICS``. ``ProgressCallback`` prints a sweep-level status line and a short table,
-best trial first, every few seconds instead of Tune's config dumps.
+best trial first, every few seconds instead of Tune's config dumps; ``WithoutTuneTensorBoardLine``
+keeps Tune's temporary TensorBoard command off the terminal.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from ray.tune.callback import Callback
@@ -21,6 +23,7 @@ from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
 from sweeps import keys
+from sweeps.common import dotted, number
 
 # At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
 # the ones a reader decides by (``leading_columns``); these follow them.
@@ -345,6 +348,65 @@ class ProgressCallback(Callback):
         self._report()
 
 
+# ------------------------------------------------------------------------------------------------
+# The end of a sweep: its best trial
+# ------------------------------------------------------------------------------------------------
+
+
+def best_trial(results: Any, judged: keys.Key) -> Any:
+    """The trial with the highest final ``judged`` return (Tune's ``get_best_result``, which
+    skips NaN); when no trial has one (no greedy evaluation finished yet), the one with the
+    highest final training return. None when no trial has either."""
+    for key in dict.fromkeys([judged, keys.RETURN_MEAN]):
+        try:
+            best = results.get_best_result(keys.flat(key), mode="max", scope="last")
+        except RuntimeError:  # no trial has a finite value
+            continue
+        # (Tune returns a lone trial without looking at its value.)
+        if math.isfinite(number(keys.get(best.metrics or {}, key))):
+            return best
+    return None
+
+
+def print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:
+    m = best.metrics
+    print(f"[sweep] best trial: {Path(best.path).name}")
+    print(
+        f"[sweep]   return {_f(keys.get(m, keys.RETURN_MEAN))}, greedy "
+        f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
+        f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
+    )
+    print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
+    pct = keys.get(m, keys.PCT_OF_OPTIMUM)
+    if pct is not None:
+        optimum = record["optimum"]
+        print(f"[sweep]   greedy return = {_f(pct)}% of the exact optimum ({optimum:.1f})")
+    hp = {h: dotted(best.config, h) for h in record["hyperparameters"]}
+    print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
+
+
+def _time_to_target(result: Any, column: str, target: float) -> str:
+    """When the best trial first reached the (first) target, from its own result history."""
+    try:
+        df = result.metrics_dataframe
+        hit = df[df[column] >= target]
+    except (AttributeError, KeyError, TypeError):
+        return f"time to {column} >= {target:g}: unknown (no result history)"
+    if hit.empty:
+        return f"{column} >= {target:g}: not reached"
+    row = hit.iloc[0]
+    return (
+        f"reached {column} >= {target:g} after {row[keys.flat(keys.TRAIN_TIME_S)]:.1f} s of "
+        f"training ({row[keys.flat(keys.ENV_STEPS)]:,.0f} env steps)"
+    )
+
+
+def _f(value: Any, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    return f"{value:.{digits}f}"
+
+
 def _clock(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
@@ -360,3 +422,53 @@ def _short(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+class WithoutTuneTensorBoardLine(Callback):
+    """Keeps Tune's own TensorBoard line off the terminal: the runner prints the one that lasts
+    (the run folder), Tune's points into Ray's temporary session folder.
+
+    Adapter, read from Ray 2.60.0 (``ray/tune/tune.py``, ``ray/tune/experimental/output.py``):
+    right after the callbacks' ``setup`` and before the first step of its loop, Tune's progress
+    reporter prints "To visualize your results with TensorBoard, run: `tensorboard --logdir
+    <temporary folder>`"; no option turns that line off alone, and a reporter of ours in place
+    of Tune's breaks trial retries (Tune gives its start time to the first reporter only, and
+    its own one then fails in ``on_trial_error``). So Tune's reporter stays as it is, and for
+    that window stdout drops the lines that hold ``MARK``; everything else passes."""
+
+    MARK = "To visualize your results with TensorBoard"
+
+    def setup(self, **info: Any) -> None:
+        if not isinstance(sys.stdout, _WithoutLines):
+            sys.stdout = _WithoutLines(sys.stdout, self.MARK)
+
+    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
+        restore_stdout()
+
+    def on_experiment_end(self, trials: list, **info: Any) -> None:
+        restore_stdout()
+
+
+class _WithoutLines:
+    """A stdout that drops the lines holding ``mark`` (``print`` writes a line's text, then its
+    end, separately); anything else goes to ``inner``."""
+
+    def __init__(self, inner: Any, mark: str) -> None:
+        self.inner = inner
+        self._mark = mark
+        self._dropped = False
+
+    def write(self, text: str) -> int:
+        dropped, self._dropped = self._dropped, self._mark in text
+        if self._dropped or (dropped and text == "\n"):
+            return len(text)
+        return self.inner.write(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def restore_stdout() -> None:
+    """Undo ``WithoutTuneTensorBoardLine`` (also when Tune never reached its loop)."""
+    if isinstance(sys.stdout, _WithoutLines):
+        sys.stdout = sys.stdout.inner

@@ -19,7 +19,7 @@ from typing import Any
 
 from sweeps import keys, recovery, storage
 from sweeps.cli import apply_settings, build_parser, parse_args
-from sweeps.common import UsageError, dotted, error_line, number
+from sweeps.common import UsageError, error_line
 from sweeps.dry_run import dry_run_lines
 from sweeps.placement import Plan, make_plan
 from sweeps.placement import configure as configure_placement
@@ -199,7 +199,11 @@ def search(
     record["first_trial"] = first_trial  # the tuned defaults as search parameters
     write_record(record_path, record)
 
-    from sweeps.reporting import HParamsLoggerCallback, ProgressCallback
+    from sweeps.reporting import (
+        HParamsLoggerCallback,
+        ProgressCallback,
+        WithoutTuneTensorBoardLine,
+    )
 
     stop_reward = args.stop_reward
     tuner = tune.Tuner(
@@ -237,6 +241,7 @@ def search(
                 ),
                 recovery.FailureLog(),
                 recovery.InterruptWatch(),
+                WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
             ],
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=args.checkpoint_freq,
@@ -254,6 +259,8 @@ def fit(tuner: Any) -> Any:
     """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (Tune saves the experiment state and
     ``recovery.INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune
     took over."""
+    from sweeps.reporting import restore_stdout
+
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
     previous_int = signal.getsignal(signal.SIGINT)
     previous_term = signal.getsignal(signal.SIGTERM)
@@ -269,6 +276,7 @@ def fit(tuner: Any) -> Any:
         recovery.INTERRUPTED.set()
         return None
     finally:
+        restore_stdout()  # (WithoutTuneTensorBoardLine, when Tune stopped before its loop)
         signal.signal(signal.SIGTERM, previous_term)
         signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
 
@@ -293,7 +301,9 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
     judged = _judged_by(sweep, args)
-    best = _best_trial(results, judged)
+    from sweeps.reporting import best_trial, print_best
+
+    best = best_trial(results, judged)
     reached_any = False
     for r in results:
         m = r.metrics or {}
@@ -301,7 +311,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
             reached_any = True
     print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
     if best is not None:
-        _print_best(best, record, keys.flat(judged))
+        print_best(best, record, keys.flat(judged))
     for f in failures:
         start = f.get("checkpoint_iteration", 0)
         what = (
@@ -445,61 +455,5 @@ def _new_record(
     }
 
 
-def _best_trial(results: Any, judged: keys.Key) -> Any:
-    """The trial with the highest final ``judged`` return (Tune's ``get_best_result``, which
-    skips NaN); when no trial has one (no greedy evaluation finished yet), the one with the
-    highest final training return. None when no trial has either."""
-    for key in dict.fromkeys([judged, keys.RETURN_MEAN]):
-        try:
-            best = results.get_best_result(keys.flat(key), mode="max", scope="last")
-        except RuntimeError:  # no trial has a finite value
-            continue
-        # (Tune returns a lone trial without looking at its value.)
-        if math.isfinite(number(keys.get(best.metrics or {}, key))):
-            return best
-    return None
-
-
-def _print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:
-    from sweeps.reporting import _short
-
-    m = best.metrics
-    print(f"[sweep] best trial: {Path(best.path).name}")
-    print(
-        f"[sweep]   return {_f(keys.get(m, keys.RETURN_MEAN))}, greedy "
-        f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
-        f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
-    )
-    print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
-    pct = keys.get(m, keys.PCT_OF_OPTIMUM)
-    if pct is not None:
-        optimum = record["optimum"]
-        print(f"[sweep]   greedy return = {_f(pct)}% of the exact optimum ({optimum:.1f})")
-    hp = {h: dotted(best.config, h) for h in record["hyperparameters"]}
-    print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
-
-
-def _time_to_target(result: Any, column: str, target: float) -> str:
-    """When the best trial first reached the (first) target, from its own result history."""
-    try:
-        df = result.metrics_dataframe
-        hit = df[df[column] >= target]
-    except (AttributeError, KeyError, TypeError):
-        return f"time to {column} >= {target:g}: unknown (no result history)"
-    if hit.empty:
-        return f"{column} >= {target:g}: not reached"
-    row = hit.iloc[0]
-    return (
-        f"reached {column} >= {target:g} after {row[keys.flat(keys.TRAIN_TIME_S)]:.1f} s of "
-        f"training ({row[keys.flat(keys.ENV_STEPS)]:,.0f} env steps)"
-    )
-
-
 def _trial_name(trial: Any) -> str:
     return f"{trial.trainable_name}_{trial.trial_id}"
-
-
-def _f(value: Any, digits: int = 1) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{value:.{digits}f}"

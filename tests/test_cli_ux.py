@@ -252,6 +252,28 @@ def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
     assert rows[1].split()[1] == "completed" and rows[2].split()[1] == "pruned"
 
 
+def test_tunes_tensorboard_line_is_dropped_until_its_loop_starts(capsys):
+    """Tune's reporter prints its temporary TensorBoard line between the callbacks' setup and
+    the first step (Ray 2.60.0); only that line is dropped, and stdout is given back."""
+    import sys
+
+    from sweeps.reporting import WithoutTuneTensorBoardLine
+
+    stdout = sys.stdout
+    callback = WithoutTuneTensorBoardLine()
+    callback.setup(stop={}, num_samples=1)
+    print("\nView detailed results here: /runs/exp")
+    print("To visualize your results with TensorBoard, run: `tensorboard --logdir /tmp/ray/x`")
+    print("kept", flush=True)
+    callback.on_step_begin(0, [])
+    assert sys.stdout is stdout
+    print("To visualize your results with TensorBoard: later lines pass")
+    out = capsys.readouterr().out
+    assert out == "\nView detailed results here: /runs/exp\nkept\n" + (
+        "To visualize your results with TensorBoard: later lines pass\n"
+    )
+
+
 # ------------------------------------------------------------------------------------------------
 # 3. --dry-run, python -m sweeps
 # ------------------------------------------------------------------------------------------------
@@ -426,6 +448,10 @@ def test_file_uri_sweep_end_to_end(tmp_path, capsys, ray_session, monkeypatch):
     (trial,) = [p for p in folder.iterdir() if p.name.startswith("DQN_")]
     assert (trial / "result.json").read_text().strip()
     assert not (tmp_path / "file:").exists()
+    # One TensorBoard command, the lasting one (at the start and again at the end); Tune's own,
+    # into Ray's temporary session folder, is not shown.
+    tensorboard = {line for line in out.splitlines() if "tensorboard --logdir" in line}
+    assert tensorboard == {f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp"}
     # The Optuna study outlives the sweep: Optuna's own tools open it by the run's name.
     assert f"[sweep] Optuna study: optuna.load_study(study_name='exp', storage='{db}')" in out
     (done,) = _load_study("exp", db).trials

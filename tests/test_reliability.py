@@ -338,6 +338,9 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
     assert re.search(
         r"failure 1 of trial \w+ .*retried from its checkpoint at iteration 1: .*injected", out
     )
+    # Tune's own reporter was left alone (its error report needs its start time); only its
+    # temporary TensorBoard line is kept off.
+    assert "To visualize your results with TensorBoard" not in out
     (trial,) = _trials(experiment)
     rows = _rows(trial)
     # Restored from the iteration-1 checkpoint: iteration 2 follows, iteration 1 is not redone.
