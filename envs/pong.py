@@ -6,8 +6,9 @@ RLlib's own Pong examples do: grayscale, resize to ``dim x dim`` (64 by default,
 tuned Pong examples; 84 is the DeepMind size), normalise to ``[-1, 1]`` float32, max-and-skip 4
 frames, up to 30 no-ops at reset, FIRE at reset, stack 4 frames -> observations of shape
 ``(dim, dim, 4)`` (``framestack=0``: one frame, ``(dim, dim, 1)``, for algorithms that stack
-frames in RLlib's connectors, see ``sweeps/workloads.py``). Sticky actions are off (``repeat_action_probability=0.0``) and the minimal
-action set (6 actions) is used, as in RLlib's examples. The wrapper's episodic-life wrapper is
+frames in RLlib's connectors, see ``sweeps/workloads.py``). Sticky actions are off
+(``repeat_action_probability=0.0``) and the minimal action set (6 actions) is used, as in RLlib's
+examples. The wrapper's episodic-life wrapper is
 a no-op on Pong (ALE reports 0 lives), so an episode is a whole game. Rewards are not clipped
 (Pong's rewards are already -1/0/+1). The ROMs ship in the ``ale-py`` wheel.
 """
