@@ -58,7 +58,9 @@ SWEEP = runner.Sweep(
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],
-    defaults={**vtrace_family.PONG_DEFAULTS, "num_envs_per_env_runner": 2},
+    # 8 envs per runner, not pong_appo.py's 2 (sized for 47 runners): inference batched over 8
+    # frames per forward pass; results/pong/THROUGHPUT.md has the per-runner rate.
+    defaults={**vtrace_family.PONG_DEFAULTS, "num_envs_per_env_runner": 8},
     smoke=vtrace_family.PONG_SMOKE,
 )
 
