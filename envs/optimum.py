@@ -163,3 +163,11 @@ def solve(tm_seed: int = 0, requests: bool = False) -> Solution:
 def optimum_value(variant: str, tm_seed: int = 0) -> float:
     """Optimal expected return of ``variant`` (``"base"`` or ``"requests"``) from the start."""
     return solve(tm_seed, is_request_variant(variant)).value
+
+
+def targets(variant: str, tm_seed: int = 0) -> list[float]:
+    """The returns a cab run is judged at, ascending: 2,500 and 95% of the optimum, and on the
+    request variant 97% too (the bar its tuned defaults are held to). Rounded to 0.1."""
+    fractions = (0.95, 0.97) if is_request_variant(variant) else (0.95,)
+    optimum = optimum_value(variant, tm_seed)
+    return [2500.0, *(round(f * optimum, 1) for f in fractions)]

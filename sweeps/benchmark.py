@@ -223,9 +223,9 @@ def _stop_reward(args: argparse.Namespace) -> float:
         return args.stop_reward
     if args.env == "pong":
         return 20.0
-    from envs.optimum import optimum_value
+    from envs.optimum import targets
 
-    return round(0.95 * optimum_value(args.variant), 1)
+    return max(targets(args.variant))
 
 
 @dataclass(frozen=True)

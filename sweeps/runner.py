@@ -39,9 +39,11 @@ from sweeps.tuned import describe_first_trial, tuned_point
 RECORD_FILE = "run.json"
 
 
-def _targets(sweep: Sweep, optimum: float | None) -> list[float]:
+def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
     if sweep.env == "cabs":
-        return [2500.0] + ([round(0.95 * optimum, 1)] if optimum else [])
+        from envs.optimum import targets
+
+        return targets(args.variant, args.tm_seed)
     return [18.0, 20.0]
 
 
@@ -439,7 +441,7 @@ def _new_record(
         "stop": stop,
         "scheduler": scheduler_info,
         "optimum": optimum,
-        "targets": _targets(sweep, optimum),
+        "targets": _targets(sweep, args),
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
         "versions": versions(),

@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from envs.cabs import NUM_RIDES, REQUEST_RATES, CabsEnv, city
-from envs.optimum import best_rank_weights, optimum_value, request_count_probabilities, solve
+from envs.optimum import (
+    best_rank_weights,
+    optimum_value,
+    request_count_probabilities,
+    solve,
+    targets,
+)
 from envs.policies import HeuristicPolicy, RandomPolicy, evaluate, reference_returns
 
 VARIANTS = [("base", False), ("requests", True)]
@@ -74,6 +80,14 @@ def test_dp_policy_on_another_city() -> None:
     solution = solve(3, True)
     mean, std = evaluate(solution.policy(), {"tm_seed": 3, "requests": True}, episodes=200)
     assert abs(mean - solution.value) <= 3 * std / np.sqrt(200)
+
+
+def test_targets() -> None:
+    assert targets("base") == [2500.0, round(0.95 * optimum_value("base"), 1)] == [2500.0, 2818.0]
+    assert targets("requests") == [2500.0, 2630.7, 2686.1]
+    assert targets("requests", tm_seed=3)[1:] == [
+        round(f * optimum_value("requests", 3), 1) for f in (0.95, 0.97)
+    ]
 
 
 @pytest.mark.parametrize("variant", ["base", "requests"])
