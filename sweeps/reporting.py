@@ -333,7 +333,8 @@ class ProgressCallback(Callback):
         flat = flatten_dict(result, delimiter="/")
         values = {k: _finite(flat.get(k)) for k in self._stop}
         reached = [k for k, v in self._stop.items() if values[k] is not None and values[k] >= v]
-        if result.get("done") or reached:
+        # Not result["done"]: Tune sets it on every stopped trial's last result, ASHA's too.
+        if reached:
             return "completed"
         if self._budget_s is not None and time.monotonic() - self._start >= self._budget_s - 1:
             return "stopped by the time budget"

@@ -237,7 +237,8 @@ def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
     )
     trials = [done, pruned, running, failed]
     cb.on_trial_result(0, trials, done, _result(1000, 2000.0, 67.4))
-    cb.on_trial_result(0, trials, pruned, _result(300, 100.0, 3.4))
+    # Tune marks every stopped trial's last result done, ASHA's too: not "completed" for that.
+    cb.on_trial_result(0, trials, pruned, {**_result(300, 100.0, 3.4), "done": True})
     cb.on_trial_result(0, trials, running, _result(600, 2700.0, 91.0))
     cb.on_trial_complete(0, trials, done)
     cb.on_trial_complete(0, trials, pruned)
