@@ -430,9 +430,16 @@ def _new_record(
         "variant": args.variant if sweep.env == "cabs" else None,
         "env_id": config.env,
         "kind": "benchmark" if args.benchmark_seeds else "sweep",
-        "command": " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv]),
-        "argv": args.argv,
-        "args": {k: v for k, v in vars(args).items() if k != "argv"},
+        # A database password in --optuna-storage is not kept (the searcher holds the URL).
+        "command": storage.without_password(
+            " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv])
+        ),
+        "argv": [storage.without_password(a) for a in args.argv],
+        "args": {
+            k: storage.without_password(v) if isinstance(v, str) else v
+            for k, v in vars(args).items()
+            if k != "argv"
+        },
         "hyperparameters": hyperparameters(sweep.sample_params),
         "search_space": search_space_description(sweep.sample_params),
         "base_config": config.to_dict(),

@@ -182,6 +182,12 @@ def optuna_storage_url(text: str) -> str:
     return text
 
 
+def without_password(text: str) -> str:
+    """``text`` with the password of any ``scheme://user:password@host`` URL in it replaced by
+    ``***``: what the run record and the terminal keep of ``--optuna-storage``."""
+    return re.sub(r"(://[^/:@\s]+:)[^@/\s]+@", r"\1***@", text)
+
+
 def optuna_storage(url: str) -> Any:
     """Optuna's RDBStorage at a checked ``url`` (``optuna_storage_url``); a SQLite file's folder
     is made first (SQLite makes the file, not its folder)."""
@@ -196,4 +202,5 @@ def optuna_storage(url: str) -> Any:
 
 def study_call(args: Any) -> str:
     """The call that opens a sweep's Optuna study (``--optuna-storage``) in Python."""
-    return f"optuna.load_study(study_name={args.name!r}, storage={args.optuna_storage!r})"
+    storage = without_password(args.optuna_storage)
+    return f"optuna.load_study(study_name={args.name!r}, storage={storage!r})"

@@ -505,6 +505,22 @@ def test_optuna_storage_sqlite_path_is_made_absolute(tmp_path, monkeypatch):
     assert args.optuna_storage == f"sqlite:///{tmp_path}/studies/optuna.db"
 
 
+def test_a_database_password_is_not_kept_in_the_record_or_printed():
+    from types import SimpleNamespace
+
+    from sweeps import storage
+
+    url = "postgresql://ann:s3cret@db.example/optuna"
+    assert storage.without_password(url) == "postgresql://ann:***@db.example/optuna"
+    line = f"python sweeps/apex_cabs.py --optuna-storage {url} --name x"
+    assert "s3cret" not in storage.without_password(line)
+    assert (
+        storage.without_password("sqlite:////tmp/a:b/optuna.db") == "sqlite:////tmp/a:b/optuna.db"
+    )
+    call = storage.study_call(SimpleNamespace(name="x", optuna_storage=url))
+    assert "s3cret" not in call and "ann:***@" in call
+
+
 @pytest.mark.parametrize(
     ("url", "words"),
     [
