@@ -60,7 +60,13 @@ class ApexMetricsMixin:
             "env_steps_trained_per_s": (self._trained - trained0) * per_s,
             "env_steps_sampled_per_s_lifetime": self._sampled * life_s,
             "env_steps_trained_per_s_lifetime": self._trained * life_s,
-            "replay_ratio": self._trained / self._sampled if self._sampled else 0.0,
+            # Trained per sampled step since learning started: the ratio training_intensity
+            # sets and the driver holds (the steps before it only fill the buffer).
+            "replay_ratio": (
+                self._trained / self._sampled_since_learning_started()
+                if self._sampled_since_learning_started()
+                else 0.0
+            ),
             "learner_updates_lifetime": self._num_updates,
             "learner_updates_per_s": (self._num_updates - updates0) * per_s,
             "learner_calls_lifetime": self._num_learner_calls,
