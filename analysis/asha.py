@@ -159,3 +159,29 @@ def asha_check(runs: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows)
+
+
+def asha_pairs(runs: pd.DataFrame, asha: str, full: str) -> pd.DataFrame:
+    """The full-budget sweep's trials, best first (:func:`analysis.tables.rank_trials`), each
+    beside the ASHA trial of the same configuration: what ASHA kept and what it cut, and how
+    far the cut ones would have gone."""
+    sweeps = runs[runs["kind"] == "sweep"]
+    a = trial_summary(sweeps[sweeps["experiment"] == asha])
+    f = rank_trials(trial_summary(sweeps[sweeps["experiment"] == full]))
+    configs_a = _configurations(a)
+    rows = []
+    for rank, (config, (_, t)) in enumerate(zip(_configurations(f), f.iterrows(), strict=True)):
+        match = a.iloc[configs_a.index(config)] if config in configs_a else None
+        rows.append(
+            {
+                "rank": rank + 1,
+                "full_trial": t["trial_id"],
+                "full_metric": t["final_metric"],
+                "full_pct": t["final_pct_of_optimum"],
+                "asha_trial": "" if match is None else match["trial_id"],
+                "asha_status": "" if match is None else match["trial_status"],
+                "asha_env_steps": math.nan if match is None else match["env_steps"],
+                "asha_metric": math.nan if match is None else match["final_metric"],
+            }
+        )
+    return pd.DataFrame(rows)

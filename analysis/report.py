@@ -189,7 +189,7 @@ def render_report(
         lines += sections.scaling_section(w, draw.scaling(w))
         savings = asha.asha_savings(w.runs)
         lines += sections.sweep_section(w.runs, savings, draw.sweeps(w, savings))
-        lines += sections.asha_check_section(asha.asha_check(w.runs))
+        lines += sections.asha_check_section(w.runs, asha.asha_check(w.runs))
 
     lines += sections.reproducibility_section(runs, skipped)
     lines += [

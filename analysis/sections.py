@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis import tables
-from analysis.asha import BEST_GAP, SPENT_SHARE
+from analysis.asha import BEST_GAP, SPENT_SHARE, asha_pairs
 from analysis.collect import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
 from analysis.fmt import (
     DASH,
@@ -256,8 +256,9 @@ def _runners(n: int) -> str:
 # --- Sweeps and reproducibility ----------------------------------------------------------------
 
 
-def asha_check_section(check: pd.DataFrame) -> list[str]:
-    """ASHA against the same configurations run to full budget (analysis.asha.asha_check)."""
+def asha_check_section(runs: pd.DataFrame, check: pd.DataFrame) -> list[str]:
+    """ASHA against the same configurations run to full budget (analysis.asha.asha_check), and
+    each configuration's fate under ASHA (analysis.asha.asha_pairs)."""
     if check.empty:
         return []
     gap, share = f"{100 * BEST_GAP:g}%", f"{100 * SPENT_SHARE:g}%"
@@ -323,6 +324,33 @@ def asha_check_section(check: pd.DataFrame) -> list[str]:
         if not r["same_configs"]:
             verdict += " The two sweeps' configurations differ: no like-for-like comparison."
         lines += [verdict, ""]
+    for _, r in check.iterrows():
+        pairs = asha_pairs(runs, r["asha"], r["full"])
+        header = ["rank at full budget", "trial", "final at full budget", "% of optimum"]
+        header += ["ASHA's trial", "under ASHA", "env steps under ASHA", "final under ASHA"]
+        rows = [
+            [
+                str(p["rank"]),
+                p["full_trial"],
+                fmt_float(p["full_metric"]),
+                fmt_pct(p["full_pct"]),
+                p["asha_trial"] or DASH,
+                "ran to its budget"
+                if p["asha_status"] == COMPLETED
+                else p["asha_status"].replace("_", " ") or DASH,
+                fmt_int(p["asha_env_steps"]),
+                fmt_float(p["asha_metric"]),
+            ]
+            for _, p in pairs.iterrows()
+        ]
+        lines += [
+            f"#### What ASHA kept and cut: {r['asha']} against {r['full']}",
+            "",
+            "Each configuration, best first at full budget, beside its trial under ASHA.",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
     return lines
 
 

@@ -635,7 +635,7 @@ def test_asha_check_against_the_same_configurations_at_full_budget(tmp_path):
     assert row["full_best_under_asha_env_steps"] == 300
     assert bool(row["best_goal_met"]) and not bool(row["spent_goal_met"])
 
-    lines = sections.asha_check_section(check)
+    lines = sections.asha_check_section(runs, check)
     text = "\n".join(lines)
     table = _table(text)
     assert table == [
@@ -657,12 +657,28 @@ def test_asha_check_against_the_same_configurations_at_full_budget(tmp_path):
     ]
     assert "(goal ≥ 95%: met) with 66.7% of its env steps (goal ≤ 40%: not met)" in text
 
+    # Each configuration at full budget, best first, beside its trial under ASHA.
+    pairs = asha.asha_pairs(runs, "apex_asha", "apex_full")
+    assert list(pairs["full_trial"]) == ["abc12_00000", "abc12_00002", "abc12_00001"]
+    assert list(pairs["full_metric"]) == [95, 92, 70]
+    assert list(pairs["asha_trial"]) == ["abc12_00002", "abc12_00000", "abc12_00001"]
+    assert list(pairs["asha_env_steps"]) == [300, 500, 200]
+    assert list(pairs["asha_metric"]) == [70, 92, 20]
+    kept = _table(_section(text, "#### What ASHA kept and cut: apex_asha against apex_full"))
+    assert [row["under ASHA"] for row in kept] == [
+        "stopped early",
+        "ran to its budget",
+        "stopped early",
+    ]
+
 
 def test_asha_check_says_when_the_configurations_differ(tmp_path):
     runs = collect.collect([write_asha_pair(tmp_path, full_hp_lr=(1e-3, 1e-2, 5e-3))]).runs
     row = asha.asha_check(runs).iloc[0]
     assert not bool(row["same_configs"])
-    assert "configurations differ" in "\n".join(sections.asha_check_section(asha.asha_check(runs)))
+    assert "configurations differ" in "\n".join(
+        sections.asha_check_section(runs, asha.asha_check(runs))
+    )
 
 
 def test_report_shows_the_asha_check(tmp_path):
