@@ -25,8 +25,9 @@ ASHA, chosen for this budget (40k env steps a trial): its clock is env steps sam
 budget is, not iterations (an iteration's env steps vary with the sampled envs per actor) nor
 wall-clock (on a shared machine a time rung prunes by load); the first rung at 3k steps, 2k steps
 of learning after the 1k-step warm-up, where the tuned defaults (the first trial; run one trial
-at a time, never pruned) already stand at 60-90% of the optimum; reduction factor 3: rungs at
-3k, 9k and 27k steps. Checked against the same configurations run to the full budget
+at a time, never pruned) have learned most of their return; reduction factor 3: rungs at 3k, 9k
+and 27k steps (a trial is judged at its first report past a rung: with 32 envs per actor, one
+iteration is ~5k steps). Checked against the same configurations run to the full budget
 (``--configs-from``, above): the best trial's gap and the env steps spent are in
 ``results/cabs/REPORT.md``.
 
