@@ -127,6 +127,16 @@ class OptimalPolicy:
         return int(np.argmax(q))
 
 
+def _weights_by_state() -> tuple[np.ndarray, np.ndarray]:
+    """:func:`best_rank_weights` of each state's location: ``(840,)`` and ``(840, 20)``."""
+    location = np.arange(NUM_STATES) // (HOURS_PER_DAY * DAYS_PER_WEEK)
+    w0 = np.empty(NUM_LOCATIONS)
+    w = np.empty((NUM_LOCATIONS, NUM_RIDES))
+    for loc, rate in enumerate(REQUEST_RATES):
+        w0[loc], w[loc] = best_rank_weights(rate)
+    return w0[location], w[location]
+
+
 @functools.lru_cache(maxsize=8)
 def solve(tm_seed: int = 0, requests: bool = False) -> Solution:
     """Solve the cab MDP of city ``tm_seed`` exactly (about a second; cached)."""
@@ -135,12 +145,7 @@ def solve(tm_seed: int = 0, requests: bool = False) -> Solution:
     greedy = np.zeros((EPISODE_HOURS, NUM_STATES), dtype=np.int8)
     states = np.arange(NUM_STATES)
 
-    location = states // (HOURS_PER_DAY * DAYS_PER_WEEK)
-    w0 = np.empty(NUM_LOCATIONS)
-    w = np.empty((NUM_LOCATIONS, NUM_RIDES))
-    for loc, rate in enumerate(REQUEST_RATES):
-        w0[loc], w[loc] = best_rank_weights(rate)
-    w0_state, w_state = w0[location], w[location]
+    w0_state, w_state = _weights_by_state()
     rides = np.array(RIDE_ACTIONS)
 
     for h in range(EPISODE_HOURS - 1, -1, -1):
@@ -158,6 +163,40 @@ def solve(tm_seed: int = 0, requests: bool = False) -> Solution:
         array.flags.writeable = False
     values = padded[:EPISODE_HOURS]
     return Solution(tm_seed, requests, values, float(values[0].mean()), padded, greedy)
+
+
+def discounted_greedy_value(gamma: float, tm_seed: int = 0, requests: bool = False) -> float:
+    """The true expected return of the best policy for a return discounted by ``gamma`` per step.
+
+    DQN discounts per step (a trip of 1 to 46 hours), not per hour. With the hours used observed
+    (the request variant's progress entry), the best it can converge to is the greedy policy of
+    ``Q_g[h, s, a] = reward[s, a] + gamma * V_g[h + hours[s, a], next_state[s, a]]``; this is that
+    policy's expected (undiscounted) month's return from the uniform start, so divided by the
+    optimum it is the ceiling ``gamma`` puts on a learner (the optimum itself at ``gamma = 1``).
+    """
+    c = city(tm_seed)
+    w0, w = _weights_by_state()
+    rides = np.array(RIDE_ACTIONS)
+    states = np.arange(NUM_STATES)
+    discounted = np.zeros((EPISODE_HOURS + MAX_STEP_HOURS, NUM_STATES))
+    actual = np.zeros_like(discounted)
+    for h in range(EPISODE_HOURS - 1, -1, -1):
+        q = c.reward + gamma * discounted[h + c.hours, c.next_state]
+        g = c.reward + actual[h + c.hours, c.next_state]
+        if not requests:
+            best = q.argmax(axis=1)
+            discounted[h], actual[h] = q[states, best], g[states, best]
+            continue
+        # The best requested ride by q (ties: the lower action, as argmax), unless offline's
+        # q is at least as high; expectation over the requests as in solve().
+        order = np.argsort(-q[:, rides], axis=1, kind="stable")
+        ride_q = np.take_along_axis(q[:, rides], order, axis=1)
+        ride_g = np.take_along_axis(g[:, rides], order, axis=1)
+        offline_q, offline_g = q[:, [OFFLINE_ACTION]], g[:, [OFFLINE_ACTION]]
+        discounted[h] = w0 * offline_q[:, 0] + (w * np.maximum(ride_q, offline_q)).sum(axis=1)
+        taken = np.where(ride_q > offline_q, ride_g, offline_g)
+        actual[h] = w0 * offline_g[:, 0] + (w * taken).sum(axis=1)
+    return float(actual[0].mean())
 
 
 def optimum_value(variant: str, tm_seed: int = 0) -> float:

@@ -11,6 +11,7 @@ import pytest
 from envs.cabs import NUM_RIDES, REQUEST_RATES, CabsEnv, city
 from envs.optimum import (
     best_rank_weights,
+    discounted_greedy_value,
     optimum_value,
     request_count_probabilities,
     solve,
@@ -80,6 +81,17 @@ def test_dp_policy_on_another_city() -> None:
     solution = solve(3, True)
     mean, std = evaluate(solution.policy(), {"tm_seed": 3, "requests": True}, episodes=200)
     assert abs(mean - solution.value) <= 3 * std / np.sqrt(200)
+
+
+@pytest.mark.parametrize("variant, requests", VARIANTS)
+def test_discounted_greedy_value(variant: str, requests: bool) -> None:
+    optimum = optimum_value(variant)
+    assert discounted_greedy_value(1.0, requests=requests) == pytest.approx(optimum, rel=1e-12)
+    if requests:  # the ceiling a per-step discount puts on a learner that sees the hours used
+        ceilings = [
+            discounted_greedy_value(g, requests=True) / optimum for g in (0.95, 0.99, 0.995)
+        ]
+        assert [round(c, 3) for c in ceilings] == [0.881, 0.975, 0.990]
 
 
 def test_targets() -> None:
