@@ -13,7 +13,8 @@ ASHA runs over env steps sampled: grace period 4,000 steps, reduction factor 3, 
 Results to expect
 -----------------
 On 2 cores the tuned defaults reach a greedy return of 2,500 (optimum 2,966 on the default city)
-within a few thousand env steps on most seeds; some seeds take several times longer. Measured
+within a few thousand env steps on most seeds; some seeds take several times longer. On the
+request variant γ is 0.995 (``sweeps/dqn_family.py``: a month's plan matters there). Measured
 time-to-reward per seed: ``results/cabs/REPORT.md``.
 """
 
