@@ -36,8 +36,9 @@ class ApexDQNConfig(DQNConfig):
     n_step / double_q / dueling               3/True/True   old RLlib and paper
     train_batch_size                          512           old RLlib
     target_network_update_freq                500,000       old RLlib, in *trained* env steps
-    training_intensity                        1.0           old RLlib (trained/sampled steps;
-                                                            None: learner runs flat out)
+    training_intensity                        1.0           old RLlib (trained/sampled steps,
+                                                            sampled counted from the learning
+                                                            start; None: learner runs flat out)
     num_steps_sampled_before_learning_starts  50,000        old RLlib
     rollout_fragment_length                   50            old RLlib
     lr / adam_epsilon / grad_clip / loss      DQN's         5e-4 / 1e-8 / 40 / huber
@@ -156,9 +157,10 @@ class ApexDQNConfig(DQNConfig):
                 per second (``results/cabs/PROFILE.md``); 1 = one step per call. The replay
                 ratio (``training_intensity``) is unchanged: a call takes only steps due.
             max_env_steps_sampled_ahead: How far sampling may run ahead of the learner: no
-                new sample request goes out while env steps sampled exceed env steps trained
-                / ``training_intensity`` by more than this, so the replay ratio holds both
-                ways (the learner never trains less than asked because actors raced ahead;
+                new sample request goes out while env steps sampled since learning started
+                exceed env steps trained / ``training_intensity`` by more than this, so the
+                replay ratio holds both ways (the learner never trains less than asked because
+                actors raced ahead;
                 on a small machine the waiting actors leave their cores to the learner).
                 "auto" (default): two requests' worth per runner (rollout fragment x envs
                 per runner x 2 x max(num_env_runners, 1)); None: actors never wait (old
