@@ -160,8 +160,8 @@ class ApexDQNConfig(DQNConfig):
                 new sample request goes out while env steps sampled since learning started
                 exceed env steps trained / ``training_intensity`` by more than this, so the
                 replay ratio holds both ways (the learner never trains less than asked because
-                actors raced ahead;
-                on a small machine the waiting actors leave their cores to the learner).
+                actors raced ahead; on a small machine the waiting actors leave their cores to
+                the learner).
                 "auto" (default): two requests' worth per runner (rollout fragment x envs
                 per runner x 2 x max(num_env_runners, 1)); None: actors never wait (old
                 Ape-X; the ratio is then only an upper bound).
