@@ -91,3 +91,16 @@ def check_writable(path: Path) -> None:
         raise UsageError(
             f"{path}: cannot be created ({parent} refuses new folders: {e.strerror})"
         ) from None
+
+
+def cpu_model() -> str:
+    """This machine's CPU model name (``/proc/cpuinfo``; else the platform's processor)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()

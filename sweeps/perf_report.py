@@ -8,9 +8,9 @@ import argparse
 import math
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
+from sweeps import common
 from sweeps.benchmark import ALGOS
 
 # Stages that contain other stages (and connector pieces, inside their connector's row).
@@ -24,16 +24,7 @@ TOTALS = ("· ", "sample() total", "timers/training_iteration", "timers/training
 
 def machine() -> dict[str, Any]:
     """CPUs, GPU (or none) and CPU model of this machine; load averages are added by callers."""
-    import platform
-
-    cpu_model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu_model = common.cpu_model()
     try:
         import torch
 

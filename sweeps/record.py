@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sweeps import storage
+from sweeps import common, storage
 from sweeps.placement import Plan
 from sweeps.sweep import SampleFn
 
@@ -58,14 +58,7 @@ def versions() -> dict[str, str]:
 def machine(plan: Plan) -> dict[str, Any]:
     import platform
 
-    cpu_model = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu_model = common.cpu_model()
     return {
         "cpus": plan.cpus,
         "gpus": plan.gpus,
