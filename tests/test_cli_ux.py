@@ -359,6 +359,19 @@ def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
     assert _judged_by(sweep, args) == keys.GREEDY_RETURN
 
 
+def test_benchmark_mode_drops_the_sweeps_search_budget(tmp_path):
+    """A sweep's default --time-budget-s is its search's; a benchmark runs every seed to its
+    stop (--stop-train-time-s), unless a budget is given on the command line."""
+    from sweeps.cli import parse_args
+
+    sweep = _sweep("dqn_cabs")
+    argv = ["--storage-path", str(tmp_path)]
+    assert parse_args(sweep, argv).time_budget_s == sweep.defaults["time_budget_s"]
+    assert parse_args(sweep, [*argv, "--benchmark-seeds", "3"]).time_budget_s is None
+    given = [*argv, "--benchmark-seeds", "3", "--time-budget-s", "50"]
+    assert parse_args(sweep, given).time_budget_s == 50.0
+
+
 # ------------------------------------------------------------------------------------------------
 # 5. --help
 # ------------------------------------------------------------------------------------------------
