@@ -4,8 +4,8 @@ How to run
 ----------
     python -m sweeps.benchmark --env cabs --variant base --algos dqn,apex,impala,appo \\
         --num-env-runners 0,1 --benchmark-seeds 3 --stop-train-time-s 60 --name cabs-base
-    python -m sweeps.benchmark --env cabs --variant requests --num-env-runners 1 \\
-        --benchmark-seeds 3 --stop-train-time-s 120 --name cabs-requests
+    python -m sweeps.benchmark --env cabs --variant requests --algos dqn,apex --num-env-runners 1 \\
+        --benchmark-seeds 3 --stop-train-time-s 600 --name cabs-requests
     python -m analysis report runs/benchmark/cabs-base runs/benchmark/cabs-requests \\
         --out results/cabs                                            # the committed report
     python -m sweeps.benchmark --env cabs --num-env-runners 1,2,4,8   # scaling, >= 10 cores
