@@ -141,7 +141,7 @@ def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tu
         sweep_argv += ["--num-envs-per-env-runner", str(args.num_envs_per_env_runner)]
     sweep_args = sweep_parser(module.SWEEP).parse_args(sweep_argv)
     config = module.make_config(sweep_args).evaluation(evaluation_interval=None)
-    apply_settings(config, getattr(args, "set", None) or [])
+    apply_settings(config, args.set)
     config.reporting(
         min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
     )

@@ -53,6 +53,7 @@ class ApexMetricsMixin:
         fills = [s["fill"] for s in self._shard_stats if s]
         prios = [s["mean_priority"] for s in self._shard_stats if s]
         n_results = max(self._num_sample_results, 1)
+        owed = self._sampled_since_learning_started()  # what training_intensity applies to
         apex = {
             "env_steps_sampled_lifetime": self._sampled,
             "env_steps_trained_lifetime": self._trained,
@@ -62,11 +63,7 @@ class ApexMetricsMixin:
             "env_steps_trained_per_s_lifetime": self._trained * life_s,
             # Trained per sampled step since learning started: the ratio training_intensity
             # sets and the driver holds (the steps before it only fill the buffer).
-            "replay_ratio": (
-                self._trained / self._sampled_since_learning_started()
-                if self._sampled_since_learning_started()
-                else 0.0
-            ),
+            "replay_ratio": self._trained / owed if owed else 0.0,
             "learner_updates_lifetime": self._num_updates,
             "learner_updates_per_s": (self._num_updates - updates0) * per_s,
             "learner_calls_lifetime": self._num_learner_calls,
