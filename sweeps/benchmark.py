@@ -222,7 +222,9 @@ def _stop_reward(args: argparse.Namespace) -> float:
     if args.stop_reward is not None:
         return args.stop_reward
     if args.env == "pong":
-        return 20.0
+        from envs.pong import TARGETS
+
+        return max(TARGETS)
     from envs.optimum import targets
 
     return max(targets(args.variant))

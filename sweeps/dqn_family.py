@@ -68,6 +68,5 @@ PONG_DEFAULTS: dict[str, Any] = {
     # (connectors, a module forward) for every single frame. The replay ratio
     # (training_intensity) does not depend on it.
     "num_envs_per_env_runner": 8,
-    "eval_interval": 50,
 }
 PONG_SMOKE: dict[str, Any] = {**workloads.PONG_SMOKE, "num_envs_per_env_runner": 2}

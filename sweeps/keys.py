@@ -53,6 +53,11 @@ PCT_OF_OPTIMUM: Key = (SUITE, "pct_of_optimum")  # greedy_return / exact optimum
 OPTIMUM: Key = (SUITE, "optimum")  # exact optimal expected return of the env (cabs)
 LEARNER_STEPS_PER_S: Key = (SUITE, "learner_env_steps_per_s")  # env steps trained / train_time_s
 LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
+# RETURN_MEAN is rewritten by SuiteCallbacks as the mean of each env runner's last
+# ``metrics_num_episodes_for_smoothing`` training games (logged under RETURN_MEAN_LAST_N); RLlib's
+# own figure, which is not that in RLlib 2.60, is kept under RLLIB_RETURN_MEAN.
+RETURN_MEAN_LAST_N: Key = (ENV_RUNNER_RESULTS, "suite_return_mean_last_n")
+RLLIB_RETURN_MEAN: Key = (ENV_RUNNER_RESULTS, "rllib_episode_return_mean")
 # Written by the TensorBoard logger (sweeps.reporting), not into results: training seconds until
 # the trial's judged return first reached the target.
 TIME_TO_TARGET_S: Key = (SUITE, "time_to_target_s")

@@ -228,6 +228,9 @@ class ProgressCallback(Callback):
         self._start = time.monotonic()
         self._last_print = 0.0
         self._last: dict[str, dict] = {}
+        # trial id -> its last result with a finite judged return: an iteration in which no
+        # episode ended (minutes apart on Pong) reports none, and must not blank the ranking.
+        self._judged: dict[str, dict] = {}
         self._trials: dict[str, Trial] = {}
         self._outcome: dict[str, str] = {}  # trial id -> completed | pruned by ASHA | ...
 
@@ -238,7 +241,7 @@ class ProgressCallback(Callback):
         self._start = time.monotonic()  # (again on resume: elapsed counts this run's time)
 
     def _value(self, trial_id: str) -> float:
-        value = _finite(keys.get(self._last.get(trial_id, {}), self._metric))
+        value = _finite(keys.get(self._judged.get(trial_id, {}), self._metric))
         return -math.inf if value is None else value
 
     def _ranked(self) -> list[str]:
@@ -270,7 +273,7 @@ class ProgressCallback(Callback):
         ranked = [t for t in self._ranked() if math.isfinite(self._value(t))]
         if ranked:
             top = ranked[0]
-            pct = _finite(keys.get(self._last[top], keys.PCT_OF_OPTIMUM))
+            pct = _finite(keys.get(self._judged[top], keys.PCT_OF_OPTIMUM))
             best = f"best {keys.flat(self._metric)} {self._value(top):.1f}" + (
                 f" ({pct:.1f}% of optimum)" if pct is not None else ""
             )
@@ -281,15 +284,16 @@ class ProgressCallback(Callback):
         rows = [self.COLUMNS]
         for trial_id in self._ranked():
             r = self._last.get(trial_id, {})
+            judged = self._judged.get(trial_id, r)  # its returns as of their last finite value
             rows.append(
                 (
                     trial_id,
                     self._status(trial_id),
                     str(r.get("training_iteration", 0)),
                     _fmt(keys.get(r, keys.ENV_STEPS), ".0f"),
-                    _fmt(keys.get(r, keys.RETURN_MEAN)),
-                    _fmt(keys.get(r, keys.GREEDY_RETURN)),
-                    _fmt(_finite(keys.get(r, keys.PCT_OF_OPTIMUM))),
+                    _fmt(keys.get(judged, keys.RETURN_MEAN)),
+                    _fmt(keys.get(judged, keys.GREEDY_RETURN)),
+                    _fmt(_finite(keys.get(judged, keys.PCT_OF_OPTIMUM))),
                     _fmt(keys.get(r, keys.ENV_STEPS_PER_S), ".0f"),
                 )
             )
@@ -311,6 +315,8 @@ class ProgressCallback(Callback):
     def on_trial_result(self, iteration, trials, trial, result, **info):
         self._see(trials)
         self._last[trial.trial_id] = result
+        if _finite(keys.get(result, self._metric)) is not None:
+            self._judged[trial.trial_id] = result
         now = time.monotonic()
         if now - self._last_print >= self._interval_s:
             self._last_print = now

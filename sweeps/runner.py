@@ -44,7 +44,9 @@ def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
         from envs.optimum import targets
 
         return targets(args.variant, args.tm_seed)
-    return [18.0, 20.0]
+    from envs.pong import TARGETS
+
+    return list(TARGETS)
 
 
 def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:

@@ -17,10 +17,19 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from sweeps.callbacks import SuiteCallbacks
 
-# Sweep defaults every Pong sweep starts from (a sweep file adds its own budget): sized up on a GPU
-# box with --num-env-runners, one greedy episode per evaluation (a Pong episode is thousands of
-# frames); --smoke runs one trial of a few hundred frames.
-PONG_DEFAULTS: dict[str, Any] = {"num_env_runners": 1, "reduction_factor": 3, "eval_episodes": 1}
+# Sweep defaults every Pong sweep starts from (a sweep file adds its own budget), sized for a
+# 2-core CPU machine: one env runner (more with --num-env-runners on a bigger box), trials judged by
+# the training return (the mean of the last 20 games), so periodic greedy evaluation is off
+# (--eval-interval N turns it on: a greedy game is thousands of single-env steps); a checkpoint
+# every 30 iterations (30 s in benchmark mode) rather than every 5; --smoke runs one trial of a few
+# hundred frames.
+PONG_DEFAULTS: dict[str, Any] = {
+    "num_env_runners": 1,
+    "reduction_factor": 3,
+    "eval_interval": 0,
+    "eval_episodes": 1,
+    "checkpoint_freq": 30,
+}
 PONG_SMOKE: dict[str, Any] = {"num_samples": 1, "stop_timesteps": 400}
 
 
@@ -75,49 +84,34 @@ def cabs(
     return config.rl_module(model_config=model)
 
 
-def pong(
-    config: AlgorithmConfig,
-    args: argparse.Namespace,
-    *,
-    stack_in_connectors: bool = False,
-    **model: Any,
-) -> AlgorithmConfig:
-    """Atari Pong with RLlib's preprocessing (64x64 grayscale, frame-skip 4, stack 4).
-
-    ``stack_in_connectors``: the env sends one frame per step and RLlib's frame-stacking
-    connectors stack four, on the env runner for inference and on the learner from the
-    episodes (as RLlib's tuned ``pong_appo.py``): a quarter of the bytes per step travel from
-    runners to the learner. For algorithms whose learner connector builds the train batch
-    from episodes (IMPALA, APPO); DQN and Ape-X replay stacked frames."""
+def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> AlgorithmConfig:
+    """Atari Pong preprocessed in C++ (``envs/pong.py``: 42x42 grayscale, frame-skip 4, stack 4):
+    each env runner steps all its games in one ale-py vector env (the vector entry point), and
+    the model is RLlib's classic small Atari net for 42x42 frames (``PONG_MODEL``; a larger
+    ``dim`` in the env config takes the 64x64 net). Rewards are clipped for training only."""
     from envs import PONG
+    from envs.pong import PONG_DEFAULTS as ENV_DEFAULTS
 
-    env_config = {"framestack": 0} if stack_in_connectors else {}
-    config = _common(config, args).environment(PONG, env_config=env_config, clip_rewards=True)
-    if stack_in_connectors:
-        config.env_runners(env_to_module_connector=_stack_frames_env_to_module)
-        config.training(learner_connector=_stack_frames_learner)
-    model_config = DefaultModelConfig(
-        **{
-            "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]],
-            "conv_activation": "relu",
-            "head_fcnet_hiddens": [256],
-            "vf_share_layers": True,
-            **model,
-        }
-    )
-    return config.rl_module(model_config=model_config)
+    config = _common(config, args).environment(PONG, clip_rewards=True)
+    config.env_runners(gym_env_vectorize_mode="vector_entry_point")
+    dim = {**ENV_DEFAULTS, **(config.env_config or {})}["dim"]
+    return config.rl_module(model_config=DefaultModelConfig(**{**pong_model(dim), **model}))
 
 
-PONG_FRAMES = 4  # frames stacked per observation
+# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), a third of the
+# 64x64 net's inference cost and a sixth of its training cost on a CPU; the value function
+# shares the encoder.
+PONG_MODEL: dict[str, Any] = {
+    "conv_filters": [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]],
+    "conv_activation": "relu",
+    "head_fcnet_hiddens": [256],
+    "vf_share_layers": True,
+}
 
 
-def _stack_frames_env_to_module(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
-    from ray.rllib.connectors.env_to_module.frame_stacking import FrameStackingEnvToModule
-
-    return FrameStackingEnvToModule(num_frames=PONG_FRAMES)
-
-
-def _stack_frames_learner(input_observation_space: Any, input_action_space: Any) -> Any:
-    from ray.rllib.connectors.learner.frame_stacking import FrameStackingLearner
-
-    return FrameStackingLearner(num_frames=PONG_FRAMES)
+def pong_model(dim: int) -> dict[str, Any]:
+    """The model config for ``dim x dim`` frames: ``PONG_MODEL`` at 42, else RLlib's four
+    stride-2 layers (its tuned 64x64 Pong net)."""
+    if dim == 42:
+        return dict(PONG_MODEL)
+    return {**PONG_MODEL, "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]]}

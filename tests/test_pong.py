@@ -1,27 +1,56 @@
-"""Tests of the Pong factory: RLlib's Atari preprocessing over ale-py's Pong."""
+"""Tests of the Pong factory (ale-py's C++ vector env) and the CPU recipe's shapes and settings."""
 
 from __future__ import annotations
+
+import importlib
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import envs
-from envs.pong import make_pong, validate_pong_config
+from envs.pong import TARGETS, make_pong, validate_pong_config
 
 
-def test_pong_observations_are_stacked_64x64_frames() -> None:
+def test_pong_observations_are_stacked_42x42_frames() -> None:
     env = make_pong()
     obs, _ = env.reset(seed=0)
-    assert obs.shape == (64, 64, 4) and obs.dtype == np.float32
-    assert env.observation_space.shape == (64, 64, 4)
+    assert obs.shape == (42, 42, 4) and obs.dtype == np.float32
+    assert env.observation_space.shape == (42, 42, 4)
     assert env.action_space == gym.spaces.Discrete(6)
     for _ in range(5):
         obs, reward, terminated, truncated, _ = env.step(env.action_space.sample())
-        assert obs.shape == (64, 64, 4) and obs.dtype == np.float32
+        assert obs.shape == (42, 42, 4) and obs.dtype == np.float32
         assert obs in env.observation_space
         assert reward in (-1.0, 0.0, 1.0) and not terminated and not truncated
     env.close()
+
+
+def test_a_game_is_scored_to_21_unclipped() -> None:
+    """A whole game: one side reaches 21; the return is the game's own score."""
+    env = make_pong()
+    env.reset(seed=3)
+    env.action_space.seed(3)
+    ret, points = 0.0, {1.0: 0, -1.0: 0}
+    while True:
+        _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+        ret += reward
+        if reward:
+            points[reward] += 1
+        if terminated or truncated:
+            break
+    assert terminated and max(points.values()) == 21 and ret == points[1.0] - points[-1.0]
+    env.close()
+
+
+def test_the_vector_env_steps_many_games_channels_last() -> None:
+    vec = make_pong({"num_envs": 3, "dim": 84})
+    obs, _ = vec.reset(seed=0)
+    assert obs.shape == (3, 84, 84, 4) and vec.single_observation_space.shape == (84, 84, 4)
+    obs, reward, terminated, truncated, _ = vec.step(np.zeros(3, dtype=np.int64))
+    assert obs.shape == (3, 84, 84, 4) and reward.shape == terminated.shape == (3,)
+    assert -1.0 <= obs.min() and obs.max() <= 1.0
+    vec.close()
 
 
 def test_pong_dim_84_through_the_registry() -> None:
@@ -37,7 +66,9 @@ def test_pong_dim_84_through_the_registry() -> None:
     [
         ({"dim": "64"}, "dim"),
         ({"frame_stack": 4}, "frame_stack"),
+        ({"framestack": 0}, "framestack"),
         ({"repeat_action_probability": 2}, "repeat_action_probability"),
+        ({"num_envs": 0}, "num_envs"),
     ],
 )
 def test_bad_pong_config_raises(config: dict, key: str) -> None:
@@ -45,32 +76,50 @@ def test_bad_pong_config_raises(config: dict, key: str) -> None:
         validate_pong_config(config)
 
 
-def test_framestack_0_leaves_stacking_to_the_connectors() -> None:
-    env = make_pong(framestack=0)
-    obs, _ = env.reset(seed=0)
-    assert obs.shape == (64, 64, 1) and env.observation_space.shape == (64, 64, 1)
-    env.close()
-    with pytest.raises(ValueError, match="framestack"):
-        validate_pong_config({"framestack": -1})
-
-
-@pytest.mark.parametrize("algo", ["impala", "appo"])
-def test_vtrace_pong_stacks_frames_in_connectors(algo: str) -> None:
-    """IMPALA and APPO send one frame per env step (a quarter of the bytes runners ship) and
-    stack four in RLlib's connectors: the module still sees (64, 64, 4); DQN and Ape-X, which
-    replay stacked frames, keep the env's stacking."""
-    import importlib
-
+def _config(algo: str, argv: list[str] | None = None):
     from sweeps.cli import build_parser
 
     envs.register_envs()
     module = importlib.import_module(f"sweeps.{algo}_pong")
-    config = module.make_config(build_parser(module.SWEEP).parse_args([]))
-    assert config.env_config == {"framestack": 0}
-    env = make_pong(config.env_config)
-    pipeline = config.build_env_to_module_connector(env=env, spaces=None, device=None)
-    assert pipeline.observation_space.shape == (64, 64, 4)
+    return module.make_config(build_parser(module.SWEEP).parse_args(argv or []))
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_the_cpu_recipe(algo: str) -> None:
+    """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
+    the small 42x42 net, 50-step fragments, 500-step batches, sticky actions off."""
+    config = _config(algo)
+    assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 32
+    assert config.gym_env_vectorize_mode == "vector_entry_point"
+    assert config.rollout_fragment_length == 50
+    assert config.train_batch_size_per_learner == 500
+    assert config.clip_rewards is True
+    assert config.model_config["conv_filters"][-1] == [256, 11, 1, "valid"]
+    assert config.evaluation_interval is None  # judged by the training return
+    assert validate_pong_config(config.env_config)["repeat_action_probability"] == 0.0
+
+
+def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
+    import torch
+
+    config = _config("appo")
+    env = make_pong()
+    spec = config.get_rl_module_spec(env=env)
+    module = spec.build()
+    batch = {"obs": torch.from_numpy(np.stack([env.reset(seed=0)[0]] * 2))}
+    out = module.forward_inference(batch)
+    assert out["action_dist_inputs"].shape == (2, 6)
     env.close()
-    for other in ("dqn", "apex"):
-        module = importlib.import_module(f"sweeps.{other}_pong")
-        assert module.make_config(build_parser(module.SWEEP).parse_args([])).env_config == {}
+
+
+def test_a_larger_frame_takes_the_64x64_net() -> None:
+    from sweeps.workloads import pong_model
+
+    assert len(pong_model(64)["conv_filters"]) == 4 and len(pong_model(42)["conv_filters"]) == 3
+
+
+def test_pong_targets_and_benchmark_stop() -> None:
+    from sweeps.benchmark import _stop_reward, parse_args
+
+    assert TARGETS == (0.0, 10.0, 18.0)
+    assert _stop_reward(parse_args(["--env", "pong", "--storage-path", "/tmp"])) == 18.0
