@@ -64,15 +64,20 @@ class SuiteCallbacks(RLlibCallback):
         # Start-up (building runners, learners, the DP above) is not training time.
         self._t_start = time.perf_counter()
 
-    def on_episode_end(self, *, episode, env_runner=None, metrics_logger=None, **kwargs) -> None:
+    def on_episode_end(
+        self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
+    ) -> None:
         """On an env runner: the mean return of its last ``metrics_num_episodes_for_smoothing``
-        training episodes, logged at every episode end (see ``_smoothed_return``)."""
+        training episodes, logged at every episode end (see ``_smoothed_return``). ``episode`` is
+        only the last chunk since the runner's previous sample() call: the game's return adds
+        the earlier chunks'."""
         if metrics_logger is None or env_runner is None or env_runner.config.in_evaluation:
             return
         window = env_runner.config.metrics_num_episodes_for_smoothing
         if self._returns.maxlen != window:
             self._returns = deque(self._returns, maxlen=window)
-        self._returns.append(float(episode.get_return()))
+        chunks = [*(prev_episode_chunks or []), episode]
+        self._returns.append(float(sum(chunk.get_return() for chunk in chunks)))
         metrics_logger.log_value(
             keys.RETURN_MEAN_LAST_N[-1], float(np.mean(self._returns)), reduce="mean", window=1
         )
