@@ -30,7 +30,14 @@ from typing import Any
 
 import pandas as pd
 
-from sweeps.common import UsageError, atomic_write_text, check_writable, dotted, number
+from sweeps.common import (
+    EVALUATION_FILE,
+    UsageError,
+    atomic_write_text,
+    check_writable,
+    dotted,
+    number,
+)
 
 RUN_FILE = "run.json"
 PARAMS_FILE = "params.json"
@@ -73,7 +80,13 @@ ITERATION_COLUMNS = [
     "env_steps_per_s",  # env steps / train_time_s, lifetime
     "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
 ]
-TRIAL_COLUMNS = ["trial_status"]
+TRIAL_COLUMNS = [
+    "trial_status",
+    # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)
+    "final_eval_return",  # their mean return
+    "final_eval_ci95",  # half-width of its 95% confidence interval
+    "final_eval_episodes",
+]
 EXPERIMENT_COLUMNS = [
     "metric",
     "mode",
@@ -108,8 +121,9 @@ INT_COLUMNS = [
     "budget_env_steps",
     "cpus",
     "gpus",
+    "final_eval_episodes",
 ]
-FLOAT_COLUMNS = ITERATION_COLUMNS + ["max_t", "optimum"]
+FLOAT_COLUMNS = ITERATION_COLUMNS + ["max_t", "optimum", "final_eval_return", "final_eval_ci95"]
 # Every other column is text ("" when missing).
 STR_COLUMNS = [
     c
@@ -369,6 +383,23 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
     }
 
 
+def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[str, Any]:
+    """The trial's final greedy evaluation (``sweeps.evaluate``), when it has one."""
+    path = trial_dir / EVALUATION_FILE
+    if not path.is_file():
+        return {}
+    try:
+        record = _read_object(path)
+        return {
+            "final_eval_return": float(record["mean"]),
+            "final_eval_ci95": number(record.get("ci95_half_width")),
+            "final_eval_episodes": int(record["episodes"]),
+        }
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        skipped.append(f"{where}/{EVALUATION_FILE} (unreadable: {err})")
+        return {}
+
+
 def _trial_dirs(exp_dir: Path) -> list[Path]:
     return sorted(d for d in exp_dir.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
 
@@ -427,6 +458,7 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
             "num_env_runners": number(params.get("num_env_runners")),
             "tm_seed": number(env_config.get("tm_seed")),
             "trial_status": status,
+            **_final_evaluation(trial_dir, skipped, where),
             **{HP_PREFIX + h: _cell(dotted(params, h)) for h in hyperparameters},
         }
         for result in results:

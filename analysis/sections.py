@@ -95,11 +95,30 @@ def names(items: Sequence[str]) -> str:
 # --- Detail -----------------------------------------------------------------------------------
 
 
+def _final_eval_episodes(w: Workload) -> int:
+    """Episodes of the final greedy evaluation (``sweeps.evaluate``); 0 when none ran."""
+    if w.configs.empty or "final_eval_episodes" not in w.configs:
+        return 0
+    episodes = w.configs["final_eval_episodes"].dropna()
+    return int(episodes.max()) if len(episodes) else 0
+
+
 def performance_section(w: Workload, references: pd.DataFrame | None) -> list[str]:
     header = [CONFIG, "seeds", "env steps", "training time", SIGNALS["return_mean"]]
     header += [SIGNALS["greedy_return"], PCT, STEPS_PER_S]
+    episodes = _final_eval_episodes(w)
+    final_eval = f"final policy, greedy ({episodes} episodes)"
+    if episodes:
+        header.insert(5, final_eval)
     rows = [
-        [c["config"], *(final_cells(c)[h] for h in header[1:])] for _, c in w.configs.iterrows()
+        [
+            c["config"],
+            *(
+                fmt_spread(c["final_eval"]) if h == final_eval else final_cells(c)[h]
+                for h in header[1:]
+            ),
+        ]
+        for _, c in w.configs.iterrows()
     ]
     if references is not None:
         for _, r in references.iterrows():
@@ -108,14 +127,20 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
                 if name in r:
                     pct = 100.0 * r[name] / optimum if optimum else None
                     label = f"*{name} (reference, tm_seed {r['tm_seed']})*"
-                    rows.append(
-                        [label, DASH, DASH, DASH, DASH, fmt_float(r[name]), fmt_pct(pct), DASH]
-                    )
+                    cells = [DASH] * (len(header) - 4) + [fmt_float(r[name]), fmt_pct(pct), DASH]
+                    rows.append([label, *cells])
     return [
         "### Final performance",
         "",
         "Final values per configuration: median over seeds (min–max). The training return is "
-        "the exploring policy's; the greedy return is the latest greedy evaluation.",
+        "the exploring policy's; the greedy return is the latest greedy evaluation."
+        + (
+            f" The final policy's greedy return is the mean of {episodes} greedy episodes of "
+            "each trial's last checkpoint, seeded the same for every trial "
+            "(`python -m sweeps.evaluate`)."
+            if episodes
+            else ""
+        ),
         "",
         markdown_table(header, rows),
         "",

@@ -95,6 +95,7 @@ def summary_section(w: Workload, plot: str | None) -> list[str]:
         )
         lines += [f"{lead}: {names(items)}.", ""]
     lines += [verdict(w), ""]
+    lines += _rules_note(w)
     lines += _no_gpu_note(w)
     if plot:
         lines += [f"![Time to {w.label(w.target)}: {w.title}]({plot})", ""]
@@ -156,6 +157,21 @@ def verdict(w: Workload) -> str:
     return text + "."
 
 
+# The rules every Pong figure is played by (envs/pong.py), stated where the figures are.
+PONG_RULES = (
+    "Pong, as played here: standard ALE Pong (default mode and difficulty, the minimal 6 "
+    "actions), full games to 21, frame-skip 4 with the last two frames max-pooled, up to 30 "
+    "no-ops at reset, **sticky actions off** (`repeat_action_probability` 0, as in RLlib's tuned "
+    "Atari configs), 42x42 grayscale frames stacked 4. Returns are the game's own score (rewards "
+    "are clipped for training only, and Pong's are ±1 anyway); the training return is the mean "
+    "of the last 20 training games of each env runner."
+)
+
+
+def _rules_note(w: Workload) -> list[str]:
+    return [PONG_RULES, ""] if w.env == "pong" else []
+
+
 def _no_gpu_note(w: Workload) -> list[str]:
     """Pong run without a GPU and short of its target: say so, and what to run instead."""
     if w.env != "pong" or w.runs["gpus"].fillna(0).max() > 0:
@@ -167,7 +183,7 @@ def _no_gpu_note(w: Workload) -> list[str]:
     return [
         f"These runs had no GPU ({machine}): a target not reached here says how far CPU-only "
         "training gets within the budget, not how fast the algorithms reach it. On a machine "
-        "with a GPU and at least 10 CPUs, measure time to 18 and 20 with:",
+        "with a GPU and at least 10 CPUs, measure time to 18 with:",
         "",
         f"```bash\n{PONG_GPU_COMMAND}\n```",
         "",

@@ -53,6 +53,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     first = [c for c in first if c in runs.columns]
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
+    finals += ["final_eval_return", "final_eval_episodes"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
@@ -68,6 +69,8 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
             final_pct_of_optimum=_final(g["pct_of_optimum"]),
             final_metric=_final(g["metric_value"]),
             env_steps_per_s=_final(g["env_steps_per_s"]),
+            final_eval_return=_final(g.get("final_eval_return", pd.Series(dtype=float))),
+            final_eval_episodes=_final(g.get("final_eval_episodes", pd.Series(dtype=float))),
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
@@ -150,6 +153,8 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "env_steps": _spread(g["env_steps"]),
                 "train_time_s": _spread(g["train_time_s"]),
                 "env_steps_per_s": _spread(g["env_steps_per_s"]),
+                "final_eval": _spread(g["final_eval_return"]),
+                "final_eval_episodes": g["final_eval_episodes"].max(),
             }
         )
     if not rows:

@@ -23,7 +23,7 @@ PONG = "Pong-v5-rllib"
 
 _VARIANT_IDS = {"base": CABS, "requests": CABS_REQUESTS}
 
-__all__ = ["CABS", "CABS_REQUESTS", "PONG", "env_id_for", "register_envs"]
+__all__ = ["CABS", "CABS_REQUESTS", "PONG", "env_id_for", "make", "register_envs"]
 
 
 def env_id_for(variant: str) -> str:
@@ -59,6 +59,16 @@ _ENTRY_POINTS: dict[str, tuple[str, Callable[..., Any]]] = {
     CABS_REQUESTS: ("envs.cabs:CabsRequestsEnv", _make_cabs_requests),
     PONG: ("envs.pong:make_pong", _make_pong),
 }
+
+
+def make(env_id: str, config: Mapping[str, Any] | None = None) -> Any:
+    """One env of a suite id, built by the same creator RLlib's runners use."""
+    try:
+        creator = _ENTRY_POINTS[env_id][1]
+    except KeyError:
+        known = sorted(_ENTRY_POINTS)
+        raise ValueError(f"unknown env {env_id!r}; the suite's envs: {known}") from None
+    return creator(dict(config or {}))
 
 
 def register_envs() -> None:

@@ -9,6 +9,8 @@ How to run
     python -m analysis report runs/benchmark/cabs-base runs/benchmark/cabs-requests \\
         --out results/cabs                                            # the committed report
     python -m sweeps.benchmark --env cabs --num-env-runners 1,2,4,8   # scaling, >= 10 cores
+    python -m sweeps.benchmark --env pong --algos appo --benchmark-seeds 1 \\
+        --stop-train-time-s 5400                                      # Pong on 2 CPU cores
     python -m sweeps.benchmark --env pong --algos impala,appo,apex --benchmark-seeds 3 \\
         --stop-train-time-s 3600 --num-env-runners 8                  # a GPU box
 
@@ -16,9 +18,11 @@ For every (algorithm, env-runner count) this runs the sweep file's tuned default
 one Tune experiment (``python sweeps/<algo>_<env>.py --benchmark-seeds N ...``: the same runner,
 the same greedy evaluation protocol and the same iteration length for every algorithm), stops a
 trial when its greedy return (cabs) or return (Pong) reaches the highest target or its training
-time (``--stop-train-time-s``) runs out, and finally writes ``REPORT.md`` with
-``python -m analysis report``. Training time excludes evaluation and start-up; start-up is reported
-separately by the runner's result files. The flags mean what they mean in the sweeps.
+time (``--stop-train-time-s``) runs out; on Pong, where trials are judged by the training return,
+each trial's final policy then plays ``--final-episodes`` seeded greedy games (``python -m
+sweeps.evaluate``); finally it writes ``REPORT.md`` with ``python -m analysis report``. Training
+time excludes evaluation and start-up; start-up is reported separately by the runner's result
+files. The flags mean what they mean in the sweeps.
 
 Where results go
 ----------------
@@ -190,6 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
         "committed report)",
     )
     p.add_argument("--seed", type=count(0), default=0, help="first seed (default: %(default)s)")
+    p.add_argument(
+        "--final-episodes",
+        type=count(0),
+        default=None,
+        help="greedy episodes of each trial's final policy after its run (python -m "
+        "sweeps.evaluate; 0: none; default: 5 on Pong, none on cabs)",
+    )
     return p
 
 
@@ -228,6 +239,14 @@ def _stop_reward(args: argparse.Namespace) -> float:
     from envs.optimum import targets
 
     return max(targets(args.variant))
+
+
+def _final_episodes(args: argparse.Namespace) -> int:
+    """Greedy episodes of each trial's final policy: --final-episodes, else 5 on Pong (judged by
+    the training return during the run) and none on cabs (greedy evaluation runs throughout)."""
+    if args.final_episodes is not None:
+        return args.final_episodes
+    return 5 if args.env == "pong" else 0
 
 
 @dataclass(frozen=True)
@@ -332,6 +351,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             folders.append(str(run.folder))
         if rc != 0:
             failures.append(f"{run.folder.name} (exit {rc})")
+        elif _final_episodes(args):
+            evaluate = [sys.executable, "-m", "sweeps.evaluate", str(run.folder)]
+            subprocess.call([*evaluate, "--episodes", str(_final_episodes(args))])
         print(
             f"{step}: {'done' if rc == 0 else f'exit {rc}'} in {time.monotonic() - started:.0f} s"
             f" ({time.monotonic() - t0:.0f} s since the benchmark started)",

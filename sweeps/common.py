@@ -15,6 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+# A trial folder's final greedy evaluation, written by ``python -m sweeps.evaluate`` and read by
+# ``python -m analysis``.
+EVALUATION_FILE = "final_evaluation.json"
+
 
 class UsageError(Exception):
     """Bad input: one clear line, exit code 2, nothing written."""

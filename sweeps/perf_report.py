@@ -16,6 +16,13 @@ from sweeps.benchmark import ALGOS
 # Stages that contain other stages (and connector pieces, inside their connector's row).
 TOTALS = ("· ", "sample() total", "timers/training_iteration", "timers/training_step")
 
+# Pong's raw rate is that of the vector env a runner steps (--num-envs-per-env-runner games, 32 by
+# default), in ale-py's C++ thread: a runner with fewer games steps fewer per call.
+RAW_VECTOR_NOTE = (
+    " (on Pong: the vector env of games one runner steps in one call, ale-py's C++ "
+    "preprocessing included)"
+)
+
 
 # --------------------------------------------------------------------------------------------
 # The machine and the header
@@ -172,7 +179,8 @@ def throughput_markdown(
         "so their replay ratio can exceed 1.",
         "",
         f"Raw env rate: {fmt_num(raw)} steps/s — the same wrapped env stepped with random "
-        f"actions in one process for {args.raw_env_s:g} s, in this run, before the algorithms. "
+        f"actions in one process for {args.raw_env_s:g} s, in this run, before the algorithms"
+        f"{RAW_VECTOR_NOTE if env == 'pong' else ''}. "
         "Runner efficiency = sampled/s per runner (the local runner when there are 0) over that "
         "rate; it counts the policy's inference, connectors and transport against the runner.",
         "",
@@ -234,8 +242,8 @@ def profile_markdown(
         "thread runs beside the driver's main thread, so its rows do not add up with the "
         "driver's.",
         "",
-        f"Raw env rate (same wrapped env, random actions, one process, {args.raw_env_s:g} s): "
-        f"{fmt_num(raw)} steps/s.",
+        f"Raw env rate (same wrapped env, random actions, one process, {args.raw_env_s:g} s"
+        f"{RAW_VECTOR_NOTE if args.env == 'pong' else ''}): {fmt_num(raw)} steps/s.",
         "",
         "## Summary",
         "",

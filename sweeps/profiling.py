@@ -173,7 +173,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     info = {**perf_report.machine(), "load_start": perf_report.load_average()}
     print(f"[profile] raw {args.env} env rate: stepping it for {args.raw_env_s:g} s ...")
-    raw_per_s = throughput.raw_env_rate(throughput.make_env(args.env, args.variant), args.raw_env_s)
+    env = throughput.make_env(args.env, args.variant, args.num_envs_per_env_runner)
+    raw_per_s = throughput.raw_env_rate(env, args.raw_env_s)
+    env.close()
     print(f"[profile] raw env rate {raw_per_s:,.0f} steps/s")
     counts: list[int | None] = list(args.num_env_runners or [None])
     throughput.start_ray([n for n in counts if n is not None])

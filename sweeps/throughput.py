@@ -208,22 +208,27 @@ def window_rates(
 # --------------------------------------------------------------------------------------------
 
 
-def make_env(env: str, variant: str) -> Any:
-    """The env exactly as an env runner's factory builds it (its wrappers included)."""
+def make_env(env: str, variant: str, num_envs: int | None = None) -> Any:
+    """The env exactly as an env runner's factory builds it (its wrappers included): on Pong,
+    the vector env of ``num_envs`` games (default: the V-trace recipe's 32) that a runner steps
+    in one call."""
     if env == "pong":
         from envs.pong import make_pong
+        from sweeps.vtrace_family import PONG_DEFAULTS
 
-        return make_pong()
+        return make_pong(num_envs=num_envs or PONG_DEFAULTS["num_envs_per_env_runner"])
     from envs.cabs import CabsEnv
 
     return CabsEnv({"requests": variant == "requests"})
 
 
 def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:
-    """Steps per second of one process stepping ``env`` with random actions (drawn in advance),
-    resetting at episode ends, for ``seconds``."""
+    """Env steps per second of one process stepping ``env`` with random actions (drawn in
+    advance), resetting at episode ends, for ``seconds``; a vector env (``num_envs``) counts
+    each of its envs' steps and resets them itself."""
+    num_envs = getattr(env, "num_envs", None)
     env.action_space.seed(seed)
-    actions = [env.action_space.sample() for _ in range(4096)]
+    actions = [env.action_space.sample() for _ in range(4096 if num_envs is None else 256)]
     env.reset(seed=seed)
     steps = 0
     t0 = time.perf_counter()
@@ -231,10 +236,10 @@ def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:
     while True:
         _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
         steps += 1
-        if terminated or truncated:
+        if num_envs is None and (terminated or truncated):
             env.reset()
         if steps % 16 == 0 and time.perf_counter() >= deadline:
-            return steps / (time.perf_counter() - t0)
+            return steps * (num_envs or 1) / (time.perf_counter() - t0)
 
 
 def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> float | None:
@@ -375,7 +380,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     info = {**perf_report.machine(), "load_start": perf_report.load_average()}
     print(f"[throughput] raw {args.env} env rate: stepping it for {args.raw_env_s:g} s ...")
-    raw_per_s = raw_env_rate(make_env(args.env, args.variant), args.raw_env_s)
+    env = make_env(args.env, args.variant, args.num_envs_per_env_runner)
+    raw_per_s = raw_env_rate(env, args.raw_env_s)
+    env.close()
     print(f"[throughput] raw env rate {raw_per_s:,.0f} steps/s")
     counts: list[int | None] = list(args.num_env_runners or [None])
     start_ray([n for n in counts if n is not None])

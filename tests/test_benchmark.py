@@ -243,3 +243,21 @@ def test_bad_input_is_one_line_exit_2_and_runs_nothing(argv, message, calls, cap
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert calls == []
+
+
+def test_pong_runs_end_with_a_greedy_evaluation_of_the_final_policies(calls, tmp_path):
+    storage = tmp_path / "runs"
+    argv = ["--env", "pong", "--algos", "appo", "--benchmark-seeds", "1"]
+    argv += ["--storage-path", str(storage), "--name", "p"]
+    assert benchmark.main(argv) == 0
+    run, evaluation, report = calls
+    assert float(_flag(run, "--stop-reward")) == 18.0
+    assert evaluation[1:] == ["-m", "sweeps.evaluate", str(_folder(run)), "--episodes", "5"]
+    assert report[1:4] == ["-m", "analysis", "report"]
+    calls.clear()
+    assert benchmark.main([*argv[:-1], "p0", "--final-episodes", "0"]) == 0
+    assert [c[2] for c in calls] == ["sweeps.appo_pong", "analysis"]
+    calls.clear()
+    cabs = ["--algos", "apex", "--benchmark-seeds", "1", "--storage-path", str(storage)]
+    assert benchmark.main([*cabs, "--name", "c"]) == 0
+    assert "sweeps.evaluate" not in [c[2] for c in calls]

@@ -1,0 +1,71 @@
+"""The final greedy evaluation (``python -m sweeps.evaluate``): seeded, deterministic for a given
+checkpoint, written beside the trial and read by the analysis."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from sweeps import evaluate
+
+
+def test_ci95_is_students_t_interval() -> None:
+    mean, half = evaluate.ci95([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert mean == 3.0
+    assert half == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5), rel=1e-4)
+    assert math.isnan(evaluate.ci95([7.0])[1]) and evaluate.ci95([7.0])[0] == 7.0
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        evaluate.main([str(tmp_path / "missing")])
+    assert exit_info.value.code == 2
+    with pytest.raises(SystemExit):
+        evaluate.main([str(tmp_path)])  # a folder without trials
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "not a folder" in err[0] and "no trial folders" in err[1]
+
+
+@pytest.fixture(scope="module")
+def finished_sweep(tmp_path_factory, _ray_session_end) -> Path:
+    """A one-trial APPO cab smoke sweep with its final checkpoint."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    folder = tmp_path_factory.mktemp("evaluate")
+    module = importlib.import_module("sweeps.appo_cabs")
+    argv = ["--storage-path", str(folder), "--name", "exp", "--smoke", "--num-samples", "1"]
+    rc = module.main(argv)
+    assert rc == 0
+    return folder / "exp"
+
+
+@pytest.mark.slow
+def test_same_checkpoint_same_episodes_same_returns(finished_sweep, capsys) -> None:
+    assert evaluate.main([str(finished_sweep), "--episodes", "3", "--seed", "7"]) == 0
+    (trial,) = evaluate.trial_dirs([finished_sweep])
+    first = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
+    assert first["episodes"] == 3 and first["seeds"] == [7, 8, 9] and len(first["returns"]) == 3
+    assert first["checkpoint"].startswith("checkpoint_")
+    assert evaluate.main([str(finished_sweep), "--episodes", "3", "--seed", "7"]) == 0
+    again = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
+    assert again["returns"] == first["returns"] and again["mean"] == first["mean"]
+    assert "95% CI" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_report_shows_the_final_policys_greedy_return(finished_sweep, tmp_path) -> None:
+    from analysis.collect import collect
+    from analysis.report import render_report
+
+    evaluate.main([str(finished_sweep), "--episodes", "2", "--seed", "0"])
+    runs = collect([finished_sweep]).runs
+    assert runs["final_eval_episodes"].max() == 2
+    assert runs["final_eval_return"].notna().all()
+    text = render_report(runs, tmp_path, command="test", generated_on="today")
+    assert "final policy, greedy (2 episodes)" in text
