@@ -15,9 +15,15 @@ How to run
 
 ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, max 4M steps.
 
+Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
+env, 8 games per runner) and the model RLlib's small 42x42 net, as for IMPALA and APPO; the DQN
+settings above are not yet re-tuned for them.
+
 Results to expect
 -----------------
-On a GPU box with 4+ actors: a return of 18+ after ~3M env steps (the old implementation's figure).
+On a GPU box with 4+ actors: a return of 18+ after ~3M env steps (the old implementation's figure,
+with 84x84 frames). On 2 CPU cores the learner is the bottleneck (``results/pong/PROFILE.md``);
+the Pong run of record is APPO's (``results/pong/REPORT.md``).
 On the 2-core CPU machines here: not reached (see ``results/pong/REPORT.md``).
 """
 

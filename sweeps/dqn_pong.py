@@ -9,10 +9,16 @@ Defaults follow the Rainbow-style Atari settings (lr 1e-4, 1M... scaled down to 
 target update 8k steps, epsilon annealed over 250k steps). ASHA runs over env steps sampled: grace
 period 500k steps, reduction factor 3, max 3M steps.
 
+Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
+env, 8 games per runner) and the model RLlib's small 42x42 net; the settings above are not yet
+re-tuned for them.
+
 Results to expect
 -----------------
-A single DQN learner reaches 18+ on Pong after ~2-3M env steps on a GPU box; not reached on the
-CPU machines here (see ``results/pong/REPORT.md``).
+A single DQN learner reaches 18+ on Pong after ~2-3M env steps on a GPU box (Rainbow-style
+figures, 84x84 frames). On 2 CPU cores its learner trains ~8 replayed steps per sampled one, so
+sampling is slow (``results/pong/THROUGHPUT.md``); the Pong run of record is APPO's
+(``results/pong/REPORT.md``).
 """
 
 from __future__ import annotations

@@ -12,6 +12,16 @@ from sweeps.sweep import Sweep
 from sweeps.tuned import describe_first_trial, tuned_point
 
 
+def asha_rungs(info: dict[str, Any]) -> list[int]:
+    """The env-step counts at which ASHA compares trials: grace period x reduction factor^k,
+    below its max_t."""
+    rungs, rung = [], int(info["grace_period"])
+    while rung < info["max_t"]:
+        rungs.append(rung)
+        rung *= int(info["reduction_factor"])
+    return rungs
+
+
 def dry_run_lines(
     sweep: Sweep,
     args: argparse.Namespace,
@@ -23,9 +33,16 @@ def dry_run_lines(
     experiment = storage.sweep_folder(args.storage_path, args.name)
     stops = " or ".join(f"{k} >= {v:g}" for k, v in stop.items() if v is not None)
     budget = f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited"
+    evaluation = (
+        f"greedy evaluation every {args.eval_interval} iteration(s), {args.eval_episodes} "
+        "episode(s)"
+        if args.eval_interval
+        else "greedy evaluation off (trials judged by the training return)"
+    )
     lines = [
         f"[dry-run] folder: {experiment} (not created)",
         f"[dry-run] budget: sweep wall-clock {budget}; each trial stops at {stops}",
+        f"[dry-run] {evaluation}; a checkpoint every {args.checkpoint_freq} iteration(s)",
     ]
     if args.resume:
         lines.append(f"[dry-run] would resume {args.resume} with its recorded settings")
@@ -38,6 +55,9 @@ def dry_run_lines(
             f"[dry-run] search: {args.search} ({args.num_samples} trials, seed {args.seed}), "
             f"scheduler: {scheduler}"
         )
+        if scheduler_info.get("type") == "asha":
+            rungs = ", ".join(f"{r:,}" for r in asha_rungs(scheduler_info))
+            lines.append(f"[dry-run] ASHA judges trials at {rungs} env steps")
         for name, dist in search_space_description(sweep.sample_params).items():
             lines.append(f"[dry-run]   {name}: {dist}")
         if args.configs_from:

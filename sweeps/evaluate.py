@@ -67,7 +67,7 @@ def load_module(checkpoint: Path) -> Any:
     )
     from ray.rllib.core.rl_module.rl_module import RLModule
 
-    path = checkpoint / COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE
+    path = checkpoint.resolve() / COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE
     return RLModule.from_checkpoint(path / DEFAULT_MODULE_ID)
 
 

@@ -123,3 +123,17 @@ def test_pong_targets_and_benchmark_stop() -> None:
 
     assert TARGETS == (0.0, 10.0, 18.0)
     assert _stop_reward(parse_args(["--env", "pong", "--storage-path", "/tmp"])) == 18.0
+
+
+def test_the_pong_sweeps_are_sized_for_a_cpu_and_dry_run_shows_it(tmp_path, capsys) -> None:
+    """ASHA's rungs at minutes at ~1,500 env steps/s, greedy evaluation off, checkpoints every
+    30 iterations; nothing started, nothing written."""
+    from sweeps import appo_pong
+
+    assert appo_pong.main(["--dry-run", "--storage-path", str(tmp_path / "runs")]) == 0
+    out = capsys.readouterr().out
+    assert "ASHA judges trials at 500,000, 1,500,000, 4,500,000 env steps" in out
+    assert "greedy evaluation off (trials judged by the training return)" in out
+    assert "a checkpoint every 30 iteration(s)" in out
+    assert "env_steps >= 6e+06" in out
+    assert not (tmp_path / "runs").exists()
