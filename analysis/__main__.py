@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from analysis import collect, report
-from sweeps.common import OneLineErrorParser, UsageError
+from sweeps.harness.common import OneLineErrorParser, UsageError
 
 COMMANDS = {
     "collect": (collect, "collect experiment folders into one tidy table (runs.csv)"),

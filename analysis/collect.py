@@ -30,7 +30,7 @@ from typing import Any
 
 import pandas as pd
 
-from sweeps.common import (
+from sweeps.harness.common import (
     EVALUATION_FILE,
     UsageError,
     atomic_write_text,
@@ -256,7 +256,7 @@ class _Experiment:
 
     def budget_env_steps(self) -> float:
         """One trial's env-step budget: the smallest env-step stop criterion or ASHA max_t."""
-        from sweeps import keys
+        from sweeps.harness import keys
 
         step_keys = {keys.flat(keys.ENV_STEPS), keys.flat(keys.ENV_STEPS_SAMPLED)}
         budgets = [number(v) for k, v in self.stop.items() if k in step_keys]
@@ -274,7 +274,7 @@ class _Experiment:
 
     def reached_budget(self, last: Mapping[str, Any]) -> bool:
         """Whether a trial's last result met a stop criterion (Tune stops on any) or max_t."""
-        from sweeps import keys
+        from sweeps.harness import keys
 
         criteria = dict(self.stop)
         scheduler = self.scheduler
@@ -350,7 +350,7 @@ def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
 
 
 def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> dict[str, Any]:
-    from sweeps import keys
+    from sweeps.harness import keys
 
     env_steps = _first(keys.get(result, keys.ENV_STEPS), keys.get(result, keys.ENV_STEPS_SAMPLED))
     eval_time = number(keys.get(result, keys.EVAL_TIME_S))
@@ -540,8 +540,9 @@ def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
 # --- CLI --------------------------------------------------------------------------------------
 
 
-def add_inputs(parser: argparse.ArgumentParser) -> None:
-    """The positional inputs that ``collect`` and ``report`` share."""
+def add_inputs(parser: argparse.ArgumentParser, out_help: str) -> None:
+    """The arguments ``collect`` and ``report`` share: the inputs, and ``--out`` (``out_help``
+    says what it names)."""
     parser.add_argument(
         "inputs",
         nargs="+",
@@ -549,14 +550,12 @@ def add_inputs(parser: argparse.ArgumentParser) -> None:
         help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv "
         "written by `python -m analysis collect`",
     )
+    parser.add_argument("--out", required=True, help=out_help)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_inputs(parser)
-    parser.add_argument(
-        "--out",
-        required=True,
-        help="CSV file to write (e.g. results/cabs/runs.csv); a folder gets runs.csv inside it",
+    add_inputs(
+        parser, "CSV file to write (e.g. results/cabs/runs.csv); a folder gets runs.csv inside it"
     )
 
 

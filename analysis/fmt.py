@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis.tables import SIGNALS
-from sweeps import keys
+from sweeps.harness import keys
 
 DASH = "—"
 SIGNAL_NOTES = {

@@ -31,7 +31,7 @@ from analysis.collect import (
 )
 from analysis.fmt import slug
 from analysis.workload import Workload, workloads
-from sweeps.common import UsageError, atomic_write_text, check_writable
+from sweeps.harness.common import UsageError, atomic_write_text, check_writable
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
@@ -209,11 +209,8 @@ def render_report(
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_inputs(parser)
-    parser.add_argument(
-        "--out",
-        required=True,
-        help="folder to write REPORT.md, runs.csv and the PNG plots into (e.g. results/cabs)",
+    add_inputs(
+        parser, "folder to write REPORT.md, runs.csv and the PNG plots into (e.g. results/cabs)"
     )
     parser.add_argument(
         "--no-references",

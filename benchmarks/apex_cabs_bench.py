@@ -71,8 +71,8 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     import torch
 
     from envs import CABS_REQUESTS
-    from sweeps.cli import apply_settings, build_parser
-    from sweeps.common import UsageError
+    from sweeps.harness.cli import apply_settings, build_parser
+    from sweeps.harness.common import UsageError
 
     module = importlib.import_module(f"sweeps.{args.algo}_cabs")
     variant = "requests" if args.env == CABS_REQUESTS else "base"
@@ -178,7 +178,7 @@ def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from sweeps.cli import setting
+    from sweeps.harness.cli import setting
 
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter

@@ -52,7 +52,7 @@ class Clock:
 
 
 def sweep_config(name: str, argv: list[str]) -> Any:
-    from sweeps.cli import build_parser
+    from sweeps.harness.cli import build_parser
 
     module = importlib.import_module(f"sweeps.{name}")
     args = build_parser(module.SWEEP).parse_args(argv)

@@ -40,6 +40,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envs.config import check_int, merged_config
+
 NUM_LOCATIONS = 5
 HOURS_PER_DAY = 24
 DAYS_PER_WEEK = 7
@@ -80,10 +82,6 @@ _CONFIG_DEFAULTS: dict[str, Any] = {"tm_seed": 0, "requests": False}
 # --------------------------------------------------------------------------- configuration
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
-
-
 def validate_env_config(config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Check a cab env config and return it as a plain dict with defaults filled in.
 
@@ -93,24 +91,12 @@ def validate_env_config(config: Mapping[str, Any] | None = None) -> dict[str, An
     Raises:
         ValueError: on an unknown key or an ill-typed value, naming the key.
     """
-    if config is None:
-        config = {}
-    if not isinstance(config, Mapping):
-        raise ValueError(f"cab env config must be a mapping, got {type(config).__name__}")
-    unknown = sorted(str(key) for key in config if key not in _CONFIG_DEFAULTS)
-    if unknown:
-        raise ValueError(
-            f"unknown cab env config key(s) {unknown}; known keys: {sorted(_CONFIG_DEFAULTS)}"
-        )
-    merged = {**_CONFIG_DEFAULTS, **config}
-
-    tm_seed = merged["tm_seed"]
-    if not _is_int(tm_seed) or tm_seed < 0:
-        raise ValueError(f"cab env config 'tm_seed' must be an int >= 0, got {tm_seed!r}")
+    merged = merged_config("cab env config", config, _CONFIG_DEFAULTS)
+    tm_seed = check_int("cab env config", "tm_seed", merged["tm_seed"], 0)
     requests = merged["requests"]
     if not isinstance(requests, bool | np.bool_):
         raise ValueError(f"cab env config 'requests' must be a bool, got {requests!r}")
-    return {"tm_seed": int(tm_seed), "requests": bool(requests)}
+    return {"tm_seed": tm_seed, "requests": bool(requests)}
 
 
 def is_request_variant(variant: str) -> bool:

@@ -9,8 +9,9 @@ size) and a stack of the last ``framestack`` frames. A thin vector wrapper turns
 ``[-1, 1]`` that RLlib's CNN encoders take.
 
 * Called with ``num_envs`` in the config (RLlib's env runner does, with
-  ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/workloads.py``), it returns that
-  vector env: one C++ call steps every game of the runner, and inference is batched over them.
+  ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/harness/workloads.py``), it
+  returns that vector env: one C++ call steps every game of the runner, and inference is batched
+  over them.
 * Called without, it returns a plain ``gymnasium.Env`` over a one-game vector env, so tests, the
   raw-rate measurement and any single-env user see exactly the frames the runners see.
 
@@ -28,6 +29,8 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
+from envs.config import check_int, merged_config
 
 PONG_DEFAULTS: dict[str, Any] = {
     "dim": 42,  # observation height and width (42: RLlib's small Atari size; 84: DeepMind's)
@@ -52,24 +55,12 @@ def validate_pong_config(config: Mapping[str, Any] | None = None) -> dict[str, A
     Raises:
         ValueError: on an unknown key or an ill-typed value, naming the key.
     """
-    if config is None:
-        config = {}
-    if not isinstance(config, Mapping):
-        raise ValueError(f"Pong config must be a mapping, got {type(config).__name__}")
-    known = {*PONG_DEFAULTS, "num_envs"}
-    unknown = sorted(str(key) for key in config if key not in known)
-    if unknown:
-        raise ValueError(
-            f"unknown Pong config key(s) {unknown}; known keys: {sorted(PONG_DEFAULTS)}"
-        )
-    merged = {**PONG_DEFAULTS, **config}
+    merged = merged_config("Pong config", config, PONG_DEFAULTS, also_known=["num_envs"])
     least = {"dim": 8, "framestack": 1, "frameskip": 1, "noop_max": 0, "num_threads": 1}
     if "num_envs" in merged:
         least["num_envs"] = 1
     for key, smallest in least.items():
-        value = merged[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < smallest:
-            raise ValueError(f"Pong config {key!r} must be an int >= {smallest}, got {value!r}")
+        check_int("Pong config", key, merged[key], smallest)
     probability = merged["repeat_action_probability"]
     if (
         not isinstance(probability, int | float)

@@ -1,7 +1,7 @@
-"""``python -m sweeps``: the sweeps there are, each with its one-line description.
+"""``python -m sweeps``: the sweeps there are and the commands beside them, one line each.
 
-Read from the sweep files' source (their module docstring and a ``SWEEP = ...`` assignment), so
-listing imports no RLlib and runs nothing.
+Read from the files' source (their module docstring, and a ``SWEEP = ...`` assignment for a
+sweep), so listing imports no RLlib and runs nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +30,20 @@ def sweeps() -> dict[str, str]:
     return found
 
 
+# The commands a user types besides the sweeps (python -m sweeps.<name>).
+COMMANDS = ("benchmark", "throughput", "profiling", "evaluate")
+
+
+def commands() -> dict[str, str]:
+    """``{command: first line of its docstring}`` for COMMANDS."""
+    return {
+        name: (ast.get_docstring(ast.parse((HERE / f"{name}.py").read_text("utf-8"))) or "")
+        .strip()
+        .split("\n")[0]
+        for name in COMMANDS
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] not in ("-h", "--help"):
@@ -41,6 +55,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, line in found.items():
         print(f"  {name.ljust(width)}  {line}")
     print("Try one without running it: python sweeps/apex_cabs.py --dry-run")
+    found = commands()
+    width = max(map(len, found))
+    print("Commands (python -m sweeps.<name> --help):")
+    for name, line in found.items():
+        print(f"  {name.ljust(width)}  {line}")
     return 0
 
 

@@ -48,7 +48,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sweeps import dqn_family, keys, runner
+from sweeps import dqn_family
+from sweeps.harness import keys, runner
 
 
 def make_config(args: argparse.Namespace):

@@ -34,7 +34,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from sweeps import dqn_family, keys, runner, workloads
+from sweeps import dqn_family
+from sweeps.harness import keys, runner, workloads
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
 # (sweeps/dqn_family.py).

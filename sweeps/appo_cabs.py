@@ -24,8 +24,9 @@ from typing import Any
 
 from ray.rllib.algorithms.appo import APPOConfig
 
-from sweeps import runner, vtrace_family
-from sweeps.masking import MaskedAPPOTorchRLModule
+from sweeps import vtrace_family
+from sweeps.algorithms.masking import MaskedAPPOTorchRLModule
+from sweeps.harness import runner
 
 # The V-trace family's tuned cab defaults (sweeps/vtrace_family.py) plus APPO's own: PPO's clip
 # and the target network's update period (in learner updates).

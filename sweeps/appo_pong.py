@@ -29,7 +29,8 @@ from typing import Any
 
 from ray.rllib.algorithms.appo import APPOConfig
 
-from sweeps import runner, vtrace_family, workloads
+from sweeps import vtrace_family
+from sweeps.harness import runner, workloads
 
 # RLlib's tuned pong_appo.py on top of what the V-trace family shares (sweeps/vtrace_family.py).
 TUNED: dict[str, Any] = {

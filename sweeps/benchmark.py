@@ -54,10 +54,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.cli import build_parser as sweep_parser
-from sweeps.cli import count, positive_float
-from sweeps.common import OneLineErrorParser, UsageError, check_writable
-from sweeps.storage import is_uri
+from sweeps.harness.cli import build_parser as sweep_parser
+from sweeps.harness.cli import count, positive_float
+from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable
+from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a

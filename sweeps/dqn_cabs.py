@@ -27,7 +27,8 @@ from typing import Any
 
 from ray.rllib.algorithms.dqn import DQNConfig
 
-from sweeps import dqn_family, runner
+from sweeps import dqn_family
+from sweeps.harness import runner
 
 # Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small replay, fast
 # target updates, Rainbow's extensions (sweeps/dqn_family.py: n-step 3, double Q, dueling), γ = 0.95

@@ -12,7 +12,7 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from sweeps import workloads
+from sweeps.harness import workloads
 
 # Rainbow's extensions that RLlib's DQN implements: double Q, dueling heads, 3-step returns.
 EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}

@@ -30,7 +30,8 @@ from typing import Any
 
 from ray.rllib.algorithms.dqn import DQNConfig
 
-from sweeps import dqn_family, runner, workloads
+from sweeps import dqn_family
+from sweeps.harness import runner, workloads
 
 # Rainbow-style Atari settings with Rainbow's extensions (sweeps/dqn_family.py), replay scaled down.
 TUNED: dict[str, Any] = {

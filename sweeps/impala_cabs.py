@@ -26,8 +26,9 @@ from typing import Any
 
 from ray.rllib.algorithms.impala import IMPALAConfig
 
-from sweeps import runner, vtrace_family
-from sweeps.masking import MaskedPPOTorchRLModule
+from sweeps import vtrace_family
+from sweeps.algorithms.masking import MaskedPPOTorchRLModule
+from sweeps.harness import runner
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:

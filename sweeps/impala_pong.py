@@ -28,7 +28,8 @@ from typing import Any
 
 from ray.rllib.algorithms.impala import IMPALAConfig
 
-from sweeps import runner, vtrace_family, workloads
+from sweeps import vtrace_family
+from sweeps.harness import runner, workloads
 
 # RLlib's tuned pong_impala.py losses on the V-trace family's recipe (sweeps/vtrace_family.py).
 TUNED: dict[str, Any] = {

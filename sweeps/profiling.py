@@ -44,7 +44,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps import keys, perf_report, throughput, timer_shares
+from sweeps import throughput
+from sweeps.harness import keys
+from sweeps.perf import perf_report, timer_shares
 
 
 def build_parser() -> argparse.ArgumentParser:

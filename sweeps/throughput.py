@@ -33,10 +33,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps import keys, perf_report
 from sweeps.benchmark import ALGOS, _algo_list, _int_list
-from sweeps.cli import apply_settings, count, positive_float, setting
-from sweeps.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
+from sweeps.harness import keys
+from sweeps.harness.cli import apply_settings, count, positive_float, setting
+from sweeps.harness.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
+from sweeps.perf import perf_report
 
 
 def build_parser(
@@ -131,7 +132,7 @@ def parse_args(
 def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any, Any]:
     """The sweep file's tuned defaults for ``algo`` on ``args.env`` with ``--set`` applied,
     evaluation off, and the sweep's parsed arguments; starts nothing."""
-    from sweeps.cli import build_parser as sweep_parser
+    from sweeps.harness.cli import build_parser as sweep_parser
 
     module = importlib.import_module(f"sweeps.{algo}_{args.env}")
     sweep_argv = ["--variant", args.variant] if args.env == "cabs" else []
@@ -152,7 +153,7 @@ def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any
     """:func:`tuned_config` placed on this cluster: the learner on the GPU when there is one."""
     import ray
 
-    from sweeps.placement import configure
+    from sweeps.harness.placement import configure
 
     config, sweep_args = tuned_config(algo, args, runners)
     return configure(config, sweep_args, ray.cluster_resources())

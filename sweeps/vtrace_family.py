@@ -14,7 +14,7 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from sweeps import workloads
+from sweeps.harness import workloads
 
 # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0 made it
 # call training_step ~11,000 times per iteration, stealing the runner's core).

@@ -22,7 +22,7 @@ import pytest
 
 from analysis import asha, collect, fmt, plots, report, sections, summary, tables
 from analysis.__main__ import main
-from sweeps import keys
+from sweeps.harness import keys
 
 NAN = math.nan
 
@@ -295,7 +295,7 @@ def test_collect_records_whether_the_tree_was_modified(runs):
 
 
 def test_git_dirty_is_a_bool_in_a_checkout():
-    from sweeps.record import git_dirty
+    from sweeps.harness.record import git_dirty
 
     assert isinstance(git_dirty(), bool)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import benchmark
-from sweeps.cli import parse_args
+from sweeps.harness.cli import parse_args
 
 
 class Calls(list):

@@ -7,16 +7,9 @@ import importlib
 
 import pytest
 
-SWEEPS = [
-    "dqn_cabs",
-    "apex_cabs",
-    "impala_cabs",
-    "appo_cabs",
-    "dqn_pong",
-    "apex_pong",
-    "impala_pong",
-    "appo_pong",
-]
+from sweeps.__main__ import sweeps as listed_sweeps
+
+SWEEPS = list(listed_sweeps())  # every sweeps/<algo>_<env>.py, as `python -m sweeps` lists them
 
 
 def _sweep(name: str):
@@ -24,7 +17,7 @@ def _sweep(name: str):
 
 
 def _config(sweep, tmp_path, *argv: str) -> dict:
-    from sweeps.runner import parse
+    from sweeps.harness.runner import parse
 
     _, config = parse(sweep, ["--storage-path", str(tmp_path), *argv])
     return config.to_dict()
@@ -38,7 +31,7 @@ def _config(sweep, tmp_path, *argv: str) -> dict:
 @pytest.mark.parametrize("name", SWEEPS)
 def test_tuned_point_reproduces_the_tuned_config(name, tmp_path):
     """sample_params(tuned point) == the sweep file's config, for every searched key."""
-    from sweeps.tuned import _Fixed, _leaves, config_values, tuned_point
+    from sweeps.harness.tuned import _Fixed, _leaves, config_values, tuned_point
 
     sweep = _sweep(name)
     config = _config(sweep, tmp_path)
@@ -53,9 +46,9 @@ def test_tuned_point_reproduces_the_tuned_config(name, tmp_path):
 
 def test_first_suggestion_is_the_tuned_defaults(tmp_path):
     """The searcher's first trial is the tuned config (Optuna's enqueued point); then draws."""
-    from sweeps.cli import parse_args
-    from sweeps.runner import make_searcher
-    from sweeps.tuned import _leaves, config_values, tuned_point
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.runner import make_searcher
+    from sweeps.harness.tuned import _leaves, config_values, tuned_point
 
     sweep = _sweep("dqn_cabs")
     args = parse_args(sweep, ["--storage-path", str(tmp_path)])
@@ -72,7 +65,7 @@ def test_first_suggestion_is_the_tuned_defaults(tmp_path):
 
 def test_tuned_point_follows_the_config_and_says_what_it_cannot_express():
     from sweeps import dqn_cabs
-    from sweeps.tuned import tuned_point
+    from sweeps.harness.tuned import tuned_point
 
     config = {
         "lr": 1e-3,  # inside the space
@@ -94,7 +87,7 @@ def test_tuned_point_follows_the_config_and_says_what_it_cannot_express():
 
 
 def _searched(sweep) -> set[str]:
-    from sweeps.record import ask_trial
+    from sweeps.harness.space import ask_trial
 
     return set(ask_trial(sweep.sample_params)[1])
 
@@ -115,8 +108,8 @@ def _source_sweep(tmp_path, sweep, n: int, **recorded) -> tuple:
     import hashlib
     import json
 
-    from sweeps.cli import parse_args
-    from sweeps.runner import make_searcher
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.runner import make_searcher
 
     args = parse_args(sweep, ["--storage-path", str(tmp_path), "--seed", "3"])
     searcher = make_searcher(sweep, args, "m")
@@ -137,9 +130,9 @@ def _source_sweep(tmp_path, sweep, n: int, **recorded) -> tuple:
 def test_configs_from_runs_the_source_sweeps_configurations_in_order(tmp_path):
     """--configs-from: one trial per source trial, the searcher suggesting exactly its draws
     (and so its config values), in the source's trial order."""
-    from sweeps.cli import parse_args
-    from sweeps.replay import source_points
-    from sweeps.runner import make_searcher
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.replay import source_points
+    from sweeps.harness.runner import make_searcher
 
     sweep = _sweep("apex_cabs")
     source, configs = _source_sweep(tmp_path, sweep, 11)
@@ -215,15 +208,15 @@ class _FakeTrial:
 
 
 def _result(steps: int, greedy: float | None, pct: float | None = None) -> dict:
-    from sweeps import keys
+    from sweeps.harness import keys
 
     suite = {"env_steps": steps, "greedy_return": greedy, "pct_of_optimum": pct}
     return {keys.SUITE: suite, "training_iteration": 3}
 
 
 def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
-    from sweeps import keys
-    from sweeps.reporting import ProgressCallback
+    from sweeps.harness import keys
+    from sweeps.harness.reporting import ProgressCallback
 
     stop = {keys.flat(keys.ENV_STEPS): 1000, keys.flat(keys.GREEDY_RETURN): 2500.0}
     cb = ProgressCallback(
@@ -258,7 +251,7 @@ def test_tunes_tensorboard_line_is_dropped_until_its_loop_starts(capsys):
     the first step (Ray 2.60.0); only that line is dropped, and stdout is given back."""
     import sys
 
-    from sweeps.reporting import WithoutTuneTensorBoardLine
+    from sweeps.harness.reporting import WithoutTuneTensorBoardLine
 
     stdout = sys.stdout
     callback = WithoutTuneTensorBoardLine()
@@ -300,7 +293,9 @@ def test_python_m_sweeps_lists_every_sweep_with_its_description(capsys):
 
     assert main([]) == 0
     out = capsys.readouterr().out
-    for name in SWEEPS:
+    expected = {f"{a}_{e}" for a in ("dqn", "apex", "impala", "appo") for e in ("cabs", "pong")}
+    assert expected <= set(SWEEPS)
+    for name in [*SWEEPS, "benchmark", "throughput", "profiling", "evaluate"]:
         line = next(line for line in out.splitlines() if line.split()[:1] == [name])
         assert len(line.split()) > 3  # a description follows the name
     assert main(["dqn_cabs"]) == 2
@@ -312,7 +307,7 @@ def test_python_m_sweeps_lists_every_sweep_with_its_description(capsys):
 
 
 def test_set_overrides_a_tuned_default_and_the_first_trial_follows(tmp_path):
-    from sweeps.tuned import tuned_point
+    from sweeps.harness.tuned import tuned_point
 
     sweep = _sweep("dqn_cabs")
     epsilon = "epsilon=[[0, 1.0], [2000, 0.05]]"
@@ -347,9 +342,9 @@ def test_set_refuses_unknown_keys_in_one_line(argv, words, tmp_path, capsys):
 
 
 def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
-    from sweeps import keys
-    from sweeps.cli import parse_args
-    from sweeps.runner import _judged_by
+    from sweeps.harness import keys
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.runner import _judged_by
 
     sweep = _sweep("dqn_cabs")
     assert _config(sweep, tmp_path, "--eval-interval", "0")["evaluation_interval"] is None
@@ -362,7 +357,7 @@ def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
 def test_benchmark_mode_drops_the_sweeps_search_budget(tmp_path):
     """A sweep's default --time-budget-s is its search's; a benchmark runs every seed to its
     stop (--stop-train-time-s), unless a budget is given on the command line."""
-    from sweeps.cli import parse_args
+    from sweeps.harness.cli import parse_args
 
     sweep = _sweep("dqn_cabs")
     argv = ["--storage-path", str(tmp_path)]
@@ -381,7 +376,7 @@ def test_benchmark_mode_drops_the_sweeps_search_budget(tmp_path):
 def test_help_shows_how_to_run_and_every_default_once(name):
     import re
 
-    from sweeps.cli import build_parser
+    from sweeps.harness.cli import build_parser
 
     text = build_parser(_sweep(name)).format_help()
     assert "How to run" in text and "Results to expect" in text
@@ -405,8 +400,8 @@ def test_s3_storage_path_reaches_tune_untouched(tmp_path, monkeypatch):
     import ray
     from ray import tune
 
-    from sweeps.placement import Plan
-    from sweeps.runner import parse, search
+    from sweeps.harness.placement import Plan
+    from sweeps.harness.runner import parse, search
 
     resolved, run_configs = [], []
 
@@ -484,9 +479,9 @@ def test_optuna_storage_holds_the_study_named_after_the_run(tmp_path):
     is told to it."""
     import pickle
 
-    from sweeps.cli import parse_args
-    from sweeps.runner import make_searcher
-    from sweeps.tuned import tuned_point
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.runner import make_searcher
+    from sweeps.harness.tuned import tuned_point
 
     sweep = _sweep("dqn_cabs")
     db = tmp_path / "db" / "optuna.db"
@@ -510,7 +505,7 @@ def test_optuna_storage_holds_the_study_named_after_the_run(tmp_path):
 
 
 def test_optuna_storage_sqlite_path_is_made_absolute(tmp_path, monkeypatch):
-    from sweeps.cli import parse_args
+    from sweeps.harness.cli import parse_args
 
     monkeypatch.chdir(tmp_path)
     argv = ["--storage-path", "runs", "--optuna-storage", "sqlite:///studies/optuna.db"]
@@ -521,7 +516,7 @@ def test_optuna_storage_sqlite_path_is_made_absolute(tmp_path, monkeypatch):
 def test_a_database_password_is_not_kept_in_the_record_or_printed():
     from types import SimpleNamespace
 
-    from sweeps import storage
+    from sweeps.harness import storage
 
     url = "postgresql://ann:s3cret@db.example/optuna"
     assert storage.without_password(url) == "postgresql://ann:***@db.example/optuna"

@@ -2,11 +2,11 @@
 a GPU head and two CPU-only workers that declare ``cpu_worker``.
 
 The head declares 2 GPUs that torch cannot use (no CUDA here), so the learners take the CPU
-fallback of ``sweeps/gpu.py`` while their GPU bundles stay reserved on the head: placement runs
-for real. Checked: a sweep run with ``--address`` puts each learner on the GPU node and its env
-runners on the CPU workers, as many trials at once as the printed plan says; remote learners
-(``--num-learners 2``, one GPU each) are counted and placed; what cannot fit is refused with one
-line before any trial starts; a worker node removed mid-trial is survived.
+fallback of ``sweeps/harness/gpu.py`` while their GPU bundles stay reserved on the head:
+placement runs for real. Checked: a sweep run with ``--address`` puts each learner on the GPU
+node and its env runners on the CPU workers, as many trials at once as the printed plan says;
+remote learners (``--num-learners 2``, one GPU each) are counted and placed; what cannot fit is
+refused with one line before any trial starts; a worker node removed mid-trial is survived.
 
 This module needs its own Ray: its fixture shuts down the session's local Ray first (the
 ``ray_session`` fixture starts it again when a later test asks).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from sweeps import keys
+from sweeps.harness import keys
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -191,7 +191,7 @@ def test_unfittable_trial_refused(cluster, tmp_path, capsys, argv, message):
 
 def test_plan_counts_trials_by_node():
     """The plan places whole trials on nodes: a GPU bundle needs its CPU on the GPU node."""
-    from sweeps.placement import trials_that_fit
+    from sweeps.harness.placement import trials_that_fit
 
     head = {"CPU": 1.0, "GPU": 1.0}
     worker = {"CPU": 4.0, "cpu_worker": 1000.0}
@@ -214,7 +214,7 @@ def test_cpu_fallback_learner_without_cuda(caplog):
     from ray.rllib.algorithms.dqn import DQNConfig
 
     from envs.cabs import CabsEnv
-    from sweeps.gpu import FALLBACK_WARNING, CpuFallbackLearner, with_cpu_fallback
+    from sweeps.harness.gpu import FALLBACK_WARNING, CpuFallbackLearner, with_cpu_fallback
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: no fallback to test")

@@ -77,7 +77,7 @@ def test_bad_pong_config_raises(config: dict, key: str) -> None:
 
 
 def _config(algo: str, argv: list[str] | None = None):
-    from sweeps.cli import build_parser
+    from sweeps.harness.cli import build_parser
 
     envs.register_envs()
     module = importlib.import_module(f"sweeps.{algo}_pong")
@@ -113,7 +113,7 @@ def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
 
 
 def test_a_larger_frame_takes_the_64x64_net() -> None:
-    from sweeps.workloads import pong_model
+    from sweeps.harness.workloads import pong_model
 
     assert len(pong_model(64)["conv_filters"]) == 4 and len(pong_model(42)["conv_filters"]) == 3
 

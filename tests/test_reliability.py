@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from sweeps import keys
+from sweeps.harness import keys
 
 REPO = Path(__file__).resolve().parents[1]
 STOP = 2000  # env steps per trial in the training tests (DQN cabs: 2 iterations of 1,024)
@@ -104,7 +104,7 @@ def _record(experiment: Path) -> dict:
 def _fake_sweep_folder(path: Path, sweep: str = "dqn_cabs", state: bool = True, **record) -> Path:
     """A folder that looks like an interrupted sweep to the CLI's checks (no real Tune state)."""
     from sweeps import dqn_cabs
-    from sweeps.cli import parse_args
+    from sweeps.harness.cli import parse_args
 
     args = parse_args(dqn_cabs.SWEEP, ["--storage-path", str(path.parent), "--name", path.name])
     path.mkdir(parents=True)
@@ -196,7 +196,8 @@ def test_refusals_say_what_to_do(sweep_folders, capsys, no_ray):
 
 
 def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
-    from sweeps import dqn_cabs, runner
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
 
     def broken(args):
         raise ValueError("cab env config 'tm_seed' must be an int >= 0, got -1")
@@ -216,7 +217,7 @@ def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
 @pytest.mark.parametrize("as_uri", [False, True], ids=["path", "file-uri"])
 def test_resume_rebuilds_the_recorded_arguments(as_uri, tmp_path, no_ray):
     from sweeps import dqn_cabs
-    from sweeps.cli import parse_args
+    from sweeps.harness.cli import parse_args
 
     folder = _fake_sweep_folder(tmp_path / "old")
     record = _record(folder)
@@ -237,7 +238,7 @@ def test_resume_rebuilds_the_recorded_arguments(as_uri, tmp_path, no_ray):
 def test_check_writable(tmp_path):
     """An existing file (a report or runs.csv written again) passes; a path under a file, or
     where no folder can be made (/proc: os.access says yes to root there), is refused."""
-    from sweeps.common import UsageError, check_writable
+    from sweeps.harness.common import UsageError, check_writable
 
     (tmp_path / "runs.csv").write_text("old\n")
     for ok in ("runs.csv", "new/deeper/runs.csv", "."):
@@ -283,8 +284,8 @@ def test_bad_analysis_input_refused(argv, tmp_path, capsys, no_ray):
 @pytest.mark.parametrize("search", ["optuna", "random"])
 def test_same_seed_same_suggestions(search, tmp_path):
     from sweeps import dqn_cabs
-    from sweeps.cli import parse_args
-    from sweeps.runner import make_searcher
+    from sweeps.harness.cli import parse_args
+    from sweeps.harness.runner import make_searcher
 
     def first_suggestions(seed: int) -> list[dict]:
         argv = ["--storage-path", str(tmp_path), "--seed", str(seed), "--search", search]
@@ -304,7 +305,8 @@ def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Pat
     """dqn_cabs with its trials on the test-only ``FaultyCabs-v0`` (envs/faulty.py), which
     raises at ``fail_at_step`` (optionally once over restarts, ``fail_marker``)."""
     from envs import faulty
-    from sweeps import dqn_cabs, runner
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
 
     def make_config(args):
         config = dqn_cabs.make_config(args)

@@ -14,18 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sweeps import keys
+from sweeps.__main__ import sweeps as listed_sweeps
+from sweeps.harness import keys
 
-SWEEPS = [
-    "dqn_cabs",
-    "apex_cabs",
-    "impala_cabs",
-    "appo_cabs",
-    "dqn_pong",
-    "apex_pong",
-    "impala_pong",
-    "appo_pong",
-]
+SWEEPS = list(listed_sweeps())  # every sweeps/<algo>_<env>.py, as `python -m sweeps` lists them
 
 
 def _run(name: str, tmp_path: Path, *argv: str) -> tuple[int, Path]:
@@ -130,7 +122,7 @@ def test_hparams_columns_lead_with_what_a_reader_decides_by(tmp_path):
     """No Ray: the logger on a fake trial, read back with TensorBoard's own reader."""
     from tensorboard.plugins.hparams import metadata as hp_metadata
 
-    from sweeps.reporting import HParamsLoggerCallback
+    from sweeps.harness.reporting import HParamsLoggerCallback
 
     logger = HParamsLoggerCallback(metric=keys.GREEDY_RETURN, target=90.0)
     trial = _FakeTrial(tmp_path / "trial")
@@ -300,7 +292,7 @@ def test_unfittable_request_refused(tmp_path, capsys, ray_session):
 
 def test_search_space_records_real_values():
     from sweeps import dqn_cabs
-    from sweeps.record import search_space_description
+    from sweeps.harness.space import search_space_description
 
     space = search_space_description(dqn_cabs.sample_params)
     assert space["hp/lr"].startswith("loguniform")

@@ -9,7 +9,8 @@ import math
 
 import pytest
 
-from sweeps import perf_report, profiling, throughput, timer_shares
+from sweeps import profiling, throughput
+from sweeps.perf import perf_report, timer_shares
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@
   name). ``sweeps.algorithms.apex_dqn`` is its former import path, kept as a re-export.
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
+* :mod:`sweeps.algorithms.masking`: the action-masked IMPALA / APPO RLModules for the same env.
 
 Importing this package imports neither Ray nor Torch; import the submodules you need.
 """

@@ -40,7 +40,7 @@ from sweeps.algorithms.apex.config import ApexDQNConfig
 from sweeps.algorithms.apex.exploration import apply_runner_epsilon, current_epsilon
 from sweeps.algorithms.apex.metrics import ApexMetricsMixin
 from sweeps.algorithms.apex.replay import ITEM_ID, TREE_IDX, ApexReplayShard
-from sweeps.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
+from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
 SAMPLE_TAG = "apex_sample"

@@ -40,7 +40,7 @@ EVAL_RETURN_MEAN: Key = (EVALUATION_RESULTS, ENV_RUNNER_RESULTS, EPISODE_RETURN_
 TIME_TOTAL_S: Key = ("time_total_s",)
 TRAINING_ITERATION: Key = ("training_iteration",)
 
-# --- The suite's own results (written by sweeps.callbacks.SuiteCallbacks) -----------------------
+# --- The suite's own results (written by sweeps.harness.callbacks.SuiteCallbacks) ------------
 SUITE = "suite"
 # Top-level copies of the env-step counter and the search metric, so that Tune's stoppers and
 # schedulers (which take flat "a/b" keys) read the same numbers everywhere.
@@ -58,8 +58,8 @@ LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
 # own figure, which is not that in RLlib 2.60, is kept under RLLIB_RETURN_MEAN.
 RETURN_MEAN_LAST_N: Key = (ENV_RUNNER_RESULTS, "suite_return_mean_last_n")
 RLLIB_RETURN_MEAN: Key = (ENV_RUNNER_RESULTS, "rllib_episode_return_mean")
-# Written by the TensorBoard logger (sweeps.reporting), not into results: training seconds until
-# the trial's judged return first reached the target.
+# Written by the TensorBoard logger (sweeps.harness.reporting), not into results: training
+# seconds until the trial's judged return first reached the target.
 TIME_TO_TARGET_S: Key = (SUITE, "time_to_target_s")
 
 

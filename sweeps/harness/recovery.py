@@ -15,9 +15,9 @@ from typing import Any
 
 from ray.tune.callback import Callback
 
-from sweeps import storage
-from sweeps.common import error_line
-from sweeps.record import git_commit, git_dirty
+from sweeps.harness import storage
+from sweeps.harness.common import error_line
+from sweeps.harness.record import git_commit, git_dirty
 
 # Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles
 # the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sweeps import storage
-from sweeps.record import search_space_description
-from sweeps.sweep import Sweep
-from sweeps.tuned import describe_first_trial, tuned_point
+from sweeps.harness import storage
+from sweeps.harness.space import search_space_description
+from sweeps.harness.sweep import Sweep
+from sweeps.harness.tuned import describe_first_trial, tuned_point
 
 
 def asha_rungs(info: dict[str, Any]) -> list[int]:

@@ -1,5 +1,5 @@
-"""What a sweep file provides: the ``Sweep`` description that the parser (``sweeps.cli``) and the
-runner (``sweeps.runner``) both read.
+"""What a sweep file provides: the ``Sweep`` description that the parser (``sweeps.harness.cli``)
+and the runner (``sweeps.harness.runner``) both read.
 
 A sweep file (``sweeps/<algo>_<env>.py``) states only what differs: the algorithm config with
 tuned defaults, its Optuna search space (a zoo-style ``sample_params(trial)`` function returning
@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeps import keys
+from sweeps.harness import keys
 
 SampleFn = Callable[[Any], dict[str, Any]]  # optuna.Trial -> {config key ("a/b" nested): value}
 ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned defaults)

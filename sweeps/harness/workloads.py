@@ -15,7 +15,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-from sweeps.callbacks import SuiteCallbacks
+from sweeps.harness.callbacks import SuiteCallbacks
 
 # Sweep defaults every Pong sweep starts from (a sweep file adds its own budget), sized for a
 # 2-core CPU machine: one env runner (more with --num-env-runners on a bigger box), trials judged by

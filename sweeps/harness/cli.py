@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps import storage
-from sweeps.common import OneLineErrorParser, UsageError, check_writable, error_line
-from sweeps.sweep import Sweep
+from sweeps.harness import storage
+from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable, error_line
+from sweeps.harness.sweep import Sweep
 
 # Flags whose values a sweep may override; every sweep shares this parser.
 SHARED_DEFAULTS: dict[str, Any] = {
@@ -357,7 +357,7 @@ def _configs_from(
 ) -> None:
     """--configs-from: one trial per configuration of the source sweep (its folder checked and
     read here, before Ray starts)."""
-    from sweeps.replay import source_points
+    from sweeps.harness.replay import source_points
 
     clash = _explicit_flags(parser, argv) & {"num_samples", "benchmark_seeds", "search"}
     if clash:

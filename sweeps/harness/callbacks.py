@@ -2,7 +2,7 @@
 
 The suite compares algorithms by *training* wall-clock, so evaluation time has to be measured and
 taken out; and cab runs are judged against the env's exact optimum. Everything written here lives
-under ``result["suite"]`` (keys in ``sweeps.keys``).
+under ``result["suite"]`` (keys in ``sweeps.harness.keys``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
-from sweeps import keys
-from sweeps.common import number
+from sweeps.harness import keys
+from sweeps.harness.common import number
 
 
 def _cab_optimum(env_id: Any, env_config: dict) -> float | None:

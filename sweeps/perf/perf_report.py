@@ -10,8 +10,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sweeps import common
 from sweeps.benchmark import ALGOS
+from sweeps.harness import common
 
 # Stages that contain other stages (and connector pieces, inside their connector's row).
 TOTALS = ("· ", "sample() total", "timers/training_iteration", "timers/training_step")
@@ -49,7 +49,7 @@ def header_lines(title: str, command: str, info: Mapping[str, Any], generator: s
     """Title, command, machine (CPUs, GPU, load), versions and commit of a generated report."""
     import datetime as dt
 
-    from sweeps.record import git_commit, git_dirty, versions
+    from sweeps.harness.record import git_commit, git_dirty, versions
 
     commit = (git_commit() or "unknown")[:12]
     dirty = " (modified tree)" if git_dirty() else ""

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sweeps.common import UsageError
-from sweeps.record import search_space_description
-from sweeps.sweep import Sweep
+from sweeps.harness.common import UsageError
+from sweeps.harness.space import search_space_description
+from sweeps.harness.sweep import Sweep
 
 # Flags that change a trial's config (or its seed) beyond its search parameters.
 SAME_FLAGS = (

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeps.common import UsageError, atomic_write_text, check_writable, error_line
+from sweeps.harness.common import UsageError, atomic_write_text, check_writable, error_line
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 

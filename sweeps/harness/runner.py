@@ -1,7 +1,7 @@
 """The one shared runner: parse → plan → search → fit → summarise.
 
 A sweep file (``sweeps/<algo>_<env>.py``) states only what differs and hands a ``Sweep``
-(``sweeps/sweep.py``) to ``run()``. Everything else — the flags, Optuna/ASHA, placement,
+(``sweeps/harness/sweep.py``) to ``run()``. Everything else — the flags, Optuna/ASHA, placement,
 TensorBoard HParams, the run record, the summary and exit code — lives here, once.
 """
 
@@ -17,24 +17,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps import keys, recovery, storage
-from sweeps.cli import apply_settings, build_parser, parse_args
-from sweeps.common import UsageError, error_line
-from sweeps.dry_run import dry_run_lines
-from sweeps.placement import Plan, make_plan
-from sweeps.placement import configure as configure_placement
-from sweeps.record import (
-    git_commit,
-    git_dirty,
-    hyperparameters,
-    machine,
-    search_space_description,
-    versions,
-    write_record,
-)
-from sweeps.replay import source_points
-from sweeps.sweep import Sweep
-from sweeps.tuned import describe_first_trial, tuned_point
+from sweeps.harness import keys, recovery, storage
+from sweeps.harness.cli import apply_settings, build_parser, parse_args
+from sweeps.harness.common import UsageError, error_line
+from sweeps.harness.dry_run import dry_run_lines
+from sweeps.harness.placement import Plan, make_plan
+from sweeps.harness.placement import configure as configure_placement
+from sweeps.harness.record import git_commit, git_dirty, machine, versions, write_record
+from sweeps.harness.replay import source_points
+from sweeps.harness.space import hyperparameters, search_space_description
+from sweeps.harness.sweep import Sweep
+from sweeps.harness.tuned import describe_first_trial, tuned_point
 
 RECORD_FILE = "run.json"
 
@@ -60,7 +53,7 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
 
 
 def _experiment_dir(args: argparse.Namespace) -> str:
-    """The sweep folder: a local path (resolved) or a storage URI (``sweeps/storage.py``)."""
+    """The sweep folder: a local path (resolved) or a storage URI (``harness/storage.py``)."""
     return storage.sweep_folder(args.storage_path, args.name)
 
 
@@ -133,7 +126,7 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
         )
     register_envs()
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
-    # CPU fallback for a GPU node without CUDA (sweeps/placement.py, sweeps/gpu.py).
+    # CPU fallback for a GPU node without CUDA (sweeps/harness/placement.py, sweeps/harness/gpu.py).
     configure_placement(config, args, ray.cluster_resources())
     placement = make_plan(config.algo_class, config, args.max_concurrent_trials)
     print(placement.describe(args.benchmark_seeds or args.num_samples), flush=True)
@@ -185,7 +178,7 @@ def search(
         first_trial = None
     else:
         # The first trial is the tuned defaults (the config as the flags left it); with
-        # --configs-from, every trial is the source sweep's (sweeps/replay.py).
+        # --configs-from, every trial is the source sweep's (sweeps/harness/replay.py).
         if args.configs_from:
             points, unexpressed = source_points(sweep, args), []
         else:
@@ -203,7 +196,7 @@ def search(
     record["first_trial"] = first_trial  # the tuned defaults as search parameters
     write_record(record_path, record)
 
-    from sweeps.reporting import (
+    from sweeps.harness.reporting import (
         HParamsLoggerCallback,
         ProgressCallback,
         WithoutTuneTensorBoardLine,
@@ -263,7 +256,7 @@ def fit(tuner: Any) -> Any:
     """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (Tune saves the experiment state and
     ``recovery.INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune
     took over."""
-    from sweeps.reporting import restore_stdout
+    from sweeps.harness.reporting import restore_stdout
 
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
     previous_int = signal.getsignal(signal.SIGINT)
@@ -305,7 +298,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
     judged = _judged_by(sweep, args)
-    from sweeps.reporting import best_trial, print_best
+    from sweeps.harness.reporting import best_trial, print_best
 
     best = best_trial(results, judged)
     reached_any = False
@@ -360,7 +353,7 @@ def make_searcher(
     """Optuna TPE (or random) over ``sweep.sample_params``, seeded by ``--seed``: the same seed
     gives the same suggestions; the study lives in ``--optuna-storage`` when given.
     ``points_to_evaluate`` (search-parameter values, e.g. the tuned defaults from
-    ``sweeps.tuned``) are enqueued and tried first."""
+    ``sweeps.harness.tuned``) are enqueued and tried first."""
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 

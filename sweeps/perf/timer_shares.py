@@ -32,7 +32,7 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from sweeps import keys
+from sweeps.harness import keys
 from sweeps.throughput import window_rates
 
 # How often each driver timer runs, per algorithm: "training_step" (RLlib's training_step

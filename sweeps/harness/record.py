@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sweeps import common, storage
-from sweeps.placement import Plan
-from sweeps.sweep import SampleFn
+from sweeps.harness import common, storage
+from sweeps.harness.placement import Plan
 
 
 def _git(*args: str) -> str | None:
@@ -65,43 +64,6 @@ def machine(plan: Plan) -> dict[str, Any]:
         "cpu_model": cpu_model,
         "platform": platform.platform(),
     }
-
-
-def ask_trial(sample_params: SampleFn) -> tuple[Any, dict[str, Any]]:
-    """One draw from the search space: an ``optuna.Trial`` asked of a throwaway in-memory study
-    (random sampler, fixed seed) and the config values ``sample_params`` returns for it. The
-    trial's ``distributions`` describe the space."""
-    import optuna
-
-    verbosity = optuna.logging.get_verbosity()
-    optuna.logging.set_verbosity(optuna.logging.WARNING)  # no "A new study created" line
-    try:
-        trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
-    finally:
-        optuna.logging.set_verbosity(verbosity)
-    return trial, sample_params(trial)
-
-
-def hyperparameters(sample_params: SampleFn) -> list[str]:
-    """The config keys the search sets, dotted (``replay_buffer_config.capacity``), sorted."""
-    _, values = ask_trial(sample_params)
-    return sorted(key.replace("/", ".") for key in values)
-
-
-def search_space_description(sample_params: SampleFn) -> dict[str, str]:
-    """``{search parameter: its distribution}`` for run.json, e.g. ``loguniform(0.0001, 0.003)``."""
-    from optuna.distributions import CategoricalDistribution, FloatDistribution
-
-    trial, _ = ask_trial(sample_params)
-    space: dict[str, str] = {}
-    for name, d in trial.distributions.items():
-        if isinstance(d, CategoricalDistribution):
-            space[name] = f"choice({list(d.choices)})"
-        elif isinstance(d, FloatDistribution):
-            space[name] = f"{'loguniform' if d.log else 'uniform'}({d.low:g}, {d.high:g})"
-        else:  # IntDistribution
-            space[name] = f"{'logint' if d.log else 'int'}({d.low}, {d.high})"
-    return space
 
 
 def _jsonable(value: Any) -> Any:

@@ -22,8 +22,8 @@ from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
-from sweeps import keys
-from sweeps.common import dotted, number
+from sweeps.harness import keys
+from sweeps.harness.common import dotted, number
 
 # At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
 # the ones a reader decides by (``leading_columns``); these follow them.

@@ -16,7 +16,7 @@ each). Tune turns them into one placement group per trial, with RLlib's
   CPU workers — and never take a GPU node's CPUs. By default (``auto``) the suite's conventional
   ``cpu_worker`` is used when the cluster declares it (``docs/cluster-gpu-head.yaml`` does);
 * ``--placement-strategy`` (default PACK, RLlib's own default; see ``docs/cluster.md``);
-* learners that ask for GPUs get the CPU fallback of :mod:`sweeps.gpu`;
+* learners that ask for GPUs get the CPU fallback of :mod:`sweeps.harness.gpu`;
 * every result says where the trial's actors ran (``result["placement"]``, node ids).
 
 :func:`make_plan` then places whole trials, bundle by bundle, on the cluster's nodes (their total
@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeps.common import UsageError
+from sweeps.harness.common import UsageError
 
 # The custom resource a CPU worker node declares (``ray start --resources='{"cpu_worker": 1000}'``)
 # and each env runner's share of it: a marker, not a limit (CPUs are the limit).
@@ -117,7 +117,7 @@ def configure(config: Any, args: Any, resources: Mapping[str, float]) -> Any:
     ``args`` needs ``num_gpus_per_learner`` (None: 1 if the cluster has a GPU, else 0) and, if
     present, ``env_runner_resource`` and ``placement_strategy``.
     """
-    from sweeps.gpu import with_cpu_fallback, with_placement_report
+    from sweeps.harness.gpu import with_cpu_fallback, with_placement_report
 
     if getattr(args, "num_gpus_per_learner", None) is None:
         config.learners(num_gpus_per_learner=1 if resources.get("GPU", 0) > 0 else 0)
@@ -219,7 +219,7 @@ def _place_trial(
 
 def make_plan(algo_cls: Any, config: Any, max_concurrent: int) -> Plan:
     """Read the cluster, build the trial's bundles, check one trial fits, count how many do."""
-    from sweeps.gpu import probe_cuda
+    from sweeps.harness.gpu import probe_cuda
 
     nodes = alive_nodes()
     total: dict[str, float] = {}
