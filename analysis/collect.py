@@ -108,6 +108,7 @@ EXPERIMENT_COLUMNS = [
     "gpus",
     "cpu_model",
     "platform",
+    "load",  # the machine's 1-minute load average at start -> end ("" when not recorded)
     "started_at",
     "ended_at",
     "run_status",
@@ -321,10 +322,19 @@ class _Experiment:
             "gpus": number(machine.get("gpus")),
             "cpu_model": machine.get("cpu_model") or "",
             "platform": machine.get("platform") or "",
+            "load": _load(machine),
             "started_at": info.get("started_at") or "",
             "ended_at": info.get("ended_at") or "",
             "run_status": info.get("status") or "",
         }
+
+
+def _load(machine: Mapping[str, Any]) -> str:
+    """``"1.1 -> 2.6"``: the 1-minute load average at a run's start and end, as recorded."""
+    ends = [machine.get("load_at_start"), machine.get("load_at_end")]
+    if all(v is None for v in ends):
+        return ""
+    return " -> ".join("?" if v is None else f"{float(v):.1f}" for v in ends)
 
 
 def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:

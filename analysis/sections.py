@@ -1,7 +1,8 @@
 """The report's detail sections as Markdown lines: final performance, time to target, speedup,
 scaling, sweeps, reproducibility and the appendix. Every cell is formatted here, once: the
 summary (:mod:`analysis.summary`) shows the same strings for the same numbers, and
-tests/test_analysis.py checks it."""
+tests/test_analysis.py checks it. It runs past ~500 lines on purpose: splitting it would split
+the one place where each cell's format is decided."""
 
 from __future__ import annotations
 
@@ -463,7 +464,7 @@ def reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
     header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
-    header += ["started", "ended", "git commit"]
+    header += ["started", "ended", "load (1 min)", "git commit"]
     rows = [
         [
             e["experiment"],
@@ -475,6 +476,7 @@ def reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[
             e["run_status"] or DASH,
             e["started_at"] or DASH,
             e["ended_at"] or DASH,
+            e.get("load") if isinstance(e.get("load"), str) and e.get("load") else DASH,
             _commit_cell(e, 12),
         ]
         for _, e in exps.iterrows()

@@ -952,3 +952,13 @@ def test_help(capsys):
         [sys.executable, "-m", "analysis", "--help"], capture_output=True, text=True, check=False
     )
     assert done.returncode == 0 and "report" in done.stdout
+
+
+def test_the_load_beside_a_run_is_reported_when_recorded() -> None:
+    from analysis.collect import _load
+    from sweeps.harness.record import load_average
+
+    assert _load({"load_at_start": 1.14, "load_at_end": 2.56}) == "1.1 -> 2.6"
+    assert _load({"load_at_start": 0.5}) == "0.5 -> ?"
+    assert _load({}) == ""
+    assert load_average() is None or load_average() >= 0

@@ -63,7 +63,19 @@ def machine(plan: Plan) -> dict[str, Any]:
         "gpus": plan.gpus,
         "cpu_model": cpu_model,
         "platform": platform.platform(),
+        "load_at_start": load_average(),
     }
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (None where the OS has none): what else ran beside
+    a timed run."""
+    import os
+
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _jsonable(value: Any) -> Any:

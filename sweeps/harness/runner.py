@@ -23,7 +23,14 @@ from sweeps.harness.common import UsageError, error_line
 from sweeps.harness.dry_run import dry_run_lines
 from sweeps.harness.placement import Plan, make_plan
 from sweeps.harness.placement import configure as configure_placement
-from sweeps.harness.record import git_commit, git_dirty, machine, versions, write_record
+from sweeps.harness.record import (
+    git_commit,
+    git_dirty,
+    load_average,
+    machine,
+    versions,
+    write_record,
+)
 from sweeps.harness.replay import source_points
 from sweeps.harness.space import hyperparameters, search_space_description
 from sweeps.harness.sweep import Sweep
@@ -287,6 +294,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
     failures = recovery.read_failures(experiment)
     record["failures"] = failures
     record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    record.setdefault("machine", {})["load_at_end"] = load_average()
     if interrupted or results is None:
         record["status"] = "interrupted"
     else:
