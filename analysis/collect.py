@@ -86,6 +86,7 @@ TRIAL_COLUMNS = [
     "final_eval_return",  # their mean return
     "final_eval_ci95",  # half-width of its 95% confidence interval
     "final_eval_episodes",
+    "final_eval_pct",  # cabs: % of the optimal policy's mean return on the same episodes
 ]
 EXPERIMENT_COLUMNS = [
     "metric",
@@ -125,6 +126,7 @@ INT_COLUMNS = [
     "final_eval_episodes",
 ]
 FLOAT_COLUMNS = ITERATION_COLUMNS + ["max_t", "optimum", "final_eval_return", "final_eval_ci95"]
+FLOAT_COLUMNS += ["final_eval_pct"]
 # Every other column is text ("" when missing).
 STR_COLUMNS = [
     c
@@ -404,6 +406,7 @@ def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[s
             "final_eval_return": float(record["mean"]),
             "final_eval_ci95": number(record.get("ci95_half_width")),
             "final_eval_episodes": int(record["episodes"]),
+            "final_eval_pct": number(record.get("pct_of_optimum")),
         }
     except (OSError, ValueError, KeyError, TypeError) as err:
         skipped.append(f"{where}/{EVALUATION_FILE} (unreadable: {err})")

@@ -31,40 +31,58 @@ from analysis.collect import (
 )
 from analysis.fmt import slug
 from analysis.workload import Workload, workloads
-from sweeps.harness.common import UsageError, atomic_write_text, check_writable
+from sweeps.harness.common import HELD_OUT_SEED, UsageError, atomic_write_text, check_writable
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
-REFERENCE_EPISODES = 200
-REFERENCE_SEED = 0
+# The reference policies play the held-out episodes the sweeps' final figure is made on
+# (sweeps.evaluate): this many when no run in the table has a held-out figure.
+REFERENCE_EPISODES = 100
 # The plots a report writes; older ones of these names in its folder are removed.
 PLOT_PREFIXES = ("summary_", "curves_", "scaling_", "sweep_")
 
 
 def reference_returns(runs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
-    """Random / heuristic / optimal returns for every cab variant and tm_seed in the table.
+    """Random / heuristic / optimal mean returns for every cab variant and tm_seed in the table,
+    each policy played on the held-out episodes (``HELD_OUT_SEED`` on; as many as the runs'
+    held-out figures used, else ``REFERENCE_EPISODES``): the optimal policy's mean there is the
+    denominator of every held-out % of optimum. ``exact_optimum`` is the DP value from the
+    uniform start.
 
-    From ``envs.policies.reference_returns`` (imported lazily); when it is unavailable or fails
-    the rows are omitted and the returned note says why.
+    From ``envs.policies.reference_episode_returns`` (imported lazily); when it is unavailable
+    or fails the rows are omitted and the returned note says why.
     """
     cabs = runs[runs["env"] == "cabs"]
     if cabs.empty:
         return None, None
     variants = zip(cabs["variant"], cabs["tm_seed"], strict=True)
     pairs = sorted({(v or "base", 0 if pd.isna(t) else int(t)) for v, t in variants})
+    held_out = cabs.get("final_eval_episodes", pd.Series(dtype=float)).dropna()
+    episodes = int(held_out.max()) if len(held_out) else REFERENCE_EPISODES
     try:
-        from envs.policies import reference_returns as compute
+        from envs.optimum import optimum_value
+        from envs.policies import reference_episode_returns as compute
     except ImportError as err:
-        return None, f"reference rows omitted: envs.policies.reference_returns unavailable ({err})"
+        return None, f"reference rows omitted: envs.policies unavailable ({err})"
     rows = []
     for variant, tm_seed in pairs:
+        config = {"tm_seed": tm_seed, "requests": variant == "requests"}
         try:
-            ref = compute(
-                variant, tm_seed=tm_seed, episodes=REFERENCE_EPISODES, seed=REFERENCE_SEED
-            )
+            ref = compute(config, episodes, HELD_OUT_SEED)
+            exact = float(optimum_value(variant, tm_seed=tm_seed))
         except Exception as err:  # a broken reference must not lose the report
-            return None, f"reference rows omitted: reference_returns({variant!r}) failed: {err}"
-        rows.append({"variant": variant, "tm_seed": tm_seed, **{k: float(ref[k]) for k in ref}})
+            return None, f"reference rows omitted: references of {variant!r} failed: {err}"
+        means = {name: float(sum(v) / len(v)) for name, v in ref.items()}
+        rows.append(
+            {
+                "variant": variant,
+                "tm_seed": tm_seed,
+                **means,
+                "episodes": episodes,
+                "seed": HELD_OUT_SEED,
+                "exact_optimum": exact,
+            }
+        )
     return pd.DataFrame(rows), None
 
 

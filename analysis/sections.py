@@ -29,6 +29,7 @@ from analysis.fmt import (
     markdown_table,
 )
 from analysis.workload import Workload
+from sweeps.harness.common import HELD_OUT_SEED
 
 # Column headers that the summary and the detail tables share (and the test matches on).
 CONFIG = "configuration"
@@ -61,6 +62,27 @@ def ttt_cells(r: pd.Series) -> dict[str, str]:
     }
 
 
+# Marks a % of optimum measured on the held-out episodes (``sweeps.evaluate``), not the last
+# periodic greedy evaluation; HELD_OUT_NOTE says so under a table that shows it.
+HELD_OUT_MARK = "(held out)"
+
+
+def held_out_note(configs: pd.DataFrame) -> list[str]:
+    """How a "(held out)" % of optimum was made, when a table shows one."""
+    if configs.empty or "pct_held_out" not in configs or not configs["pct_held_out"].any():
+        return []
+    episodes = int(configs["final_eval_episodes"].max())
+    return [
+        f"{HELD_OUT_MARK}: the final checkpoint played greedily on {episodes} fixed start "
+        f"states (episodes seeded {HELD_OUT_SEED}.., never seen in training, the same for every "
+        "trial), as % of the exact DP optimal policy's mean return on the same episodes "
+        "(`python -m sweeps.evaluate`; a sweep picks its best trial by it). Otherwise: the "
+        "last periodic greedy evaluation (a few episodes from random start states) as % of the "
+        "exact optimum.",
+        "",
+    ]
+
+
 def final_cells(c: pd.Series) -> dict[str, str]:
     """Final-value cells of one configuration (median over seeds (min–max))."""
     return {
@@ -69,7 +91,8 @@ def final_cells(c: pd.Series) -> dict[str, str]:
         "training time": fmt_spread(c["train_time_s"], fmt_time),
         SIGNALS["return_mean"]: fmt_spread(c["final_return"]),
         SIGNALS["greedy_return"]: fmt_spread(c["final_greedy"]),
-        PCT: fmt_spread(c["final_pct_of_optimum"], fmt_pct),
+        PCT: fmt_spread(c["final_pct_of_optimum"], fmt_pct)
+        + (f" {HELD_OUT_MARK}" if c.get("pct_held_out") else ""),
         STEPS_PER_S: fmt_spread(c["env_steps_per_s"], fmt_int),
     }
 
@@ -144,6 +167,22 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
         ),
         "",
         markdown_table(header, rows),
+        "",
+        *held_out_note(w.configs),
+        *_references_note(references),
+    ]
+
+
+def _references_note(references: pd.DataFrame | None) -> list[str]:
+    """How the reference rows were measured (``analysis.report.reference_returns``)."""
+    if references is None or references.empty or "episodes" not in references:
+        return []
+    r = references.iloc[0]
+    return [
+        f"Reference rows: each policy played on the held-out episodes ({int(r['episodes'])} "
+        f"episodes seeded {int(r['seed'])}..; the random policy seeded {int(r['seed'])}), as % "
+        "of the DP optimal policy's mean return on the same episodes (the exact optimum from the "
+        f"uniform start: {fmt_float(r['exact_optimum'])}).",
         "",
     ]
 

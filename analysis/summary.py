@@ -27,6 +27,7 @@ from analysis.sections import (
     TIME,
     TIME_RANGE,
     final_cells,
+    held_out_note,
     names,
     speedup_cell,
     ttt_cells,
@@ -80,6 +81,7 @@ def summary_section(w: Workload, plot: str | None) -> list[str]:
         rows.append([cells[h] for h in header])
     if rows:
         lines += [markdown_table(header, rows), ""]
+        lines += held_out_note(w.configs[w.configs["config"].isin(reached["config"])])
     missed = w.best[w.best["reached"] == 0]
     if len(missed):
         value = PCT if pct_known else SIGNALS[w.signal]

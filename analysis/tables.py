@@ -53,12 +53,13 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     first = [c for c in first if c in runs.columns]
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
-    finals += ["final_eval_return", "final_eval_episodes"]
+    finals += ["final_eval_return", "final_eval_episodes", "final_eval_pct", "pct_held_out"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
         row = {"experiment": experiment, "trial_id": trial_id}
         row.update({c: g[c].iloc[0] for c in first})
+        held_out_pct = _final(g.get("final_eval_pct", pd.Series(dtype=float)))
         row.update(
             iterations=int(g["training_iteration"].max()),
             env_steps=g["env_steps"].max(),
@@ -66,7 +67,13 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
             time_total_s=g["time_total_s"].max(),
             final_return=_final(g["return_mean"]),
             final_greedy=_final(g["greedy_return"]),
-            final_pct_of_optimum=_final(g["pct_of_optimum"]),
+            # The held-out figure (sweeps.evaluate) where the trial has one, else the last
+            # periodic greedy evaluation's.
+            final_pct_of_optimum=(
+                held_out_pct if not math.isnan(held_out_pct) else _final(g["pct_of_optimum"])
+            ),
+            final_eval_pct=held_out_pct,
+            pct_held_out=not math.isnan(held_out_pct),
             final_metric=_final(g["metric_value"]),
             env_steps_per_s=_final(g["env_steps_per_s"]),
             final_eval_return=_final(g.get("final_eval_return", pd.Series(dtype=float))),
@@ -89,10 +96,18 @@ def rank_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
-    """Per sweep experiment, its best trial (:func:`rank_trials`); sweeps where no trial has a
-    finite final metric have none."""
+    """Per sweep experiment, its best trial: the highest held-out mean (``final_eval_return``,
+    the sweep's own pick, ``sweeps/harness/final.py``) where trials have one, else
+    :func:`rank_trials`; sweeps where no trial has a finite final metric have none."""
     best = []
     for _, g in trials[trials["kind"] == "sweep"].groupby("experiment", sort=True):
+        held_out = g.dropna(subset=["final_eval_return"])
+        if not held_out.empty:
+            ranked = held_out.sort_values("trial_id", kind="stable").sort_values(
+                "final_eval_return", ascending=False, kind="stable"
+            )
+            best.append(ranked.iloc[[0]])
+            continue
         ranked = rank_trials(g.dropna(subset=["final_metric"]))
         if not ranked.empty:
             best.append(ranked.iloc[[0]])
@@ -155,6 +170,7 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "env_steps_per_s": _spread(g["env_steps_per_s"]),
                 "final_eval": _spread(g["final_eval_return"]),
                 "final_eval_episodes": g["final_eval_episodes"].max(),
+                "pct_held_out": bool(g["pct_held_out"].all()),
             }
         )
     if not rows:

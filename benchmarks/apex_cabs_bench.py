@@ -7,6 +7,8 @@ How to run (2 cores; each run starts its own small Ray instance)
     python benchmarks/apex_cabs_bench.py --throughput        # env steps/s learning, 1 and 2 runners
     python benchmarks/apex_cabs_bench.py --env CabsRequests-v0 --target 2686.1   # 97% of optimum
     python benchmarks/apex_cabs_bench.py --set lr=3e-3 gamma=0.95 sgd_steps_per_learner_call=1
+    python benchmarks/apex_cabs_bench.py --held-out 100 --max-env-steps 40000 --max-train-s 300
+        # the sweep's end-of-run figure (% of optimum, 100 fixed episodes) every 10k env steps
 
 Both algorithms start from their sweep file's tuned defaults (``sweeps/apex_cabs.py``,
 ``sweeps/dqn_cabs.py``: the config every sweep and benchmark trial starts from); ``--set``
@@ -105,6 +107,8 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
     train_s, eval_s, best, it = 0.0, 0.0, -np.inf, 0
     reached = None
     last: dict[str, Any] = {}
+    held_out: list[dict[str, Any]] = []
+    next_held_out = args.held_out_every
     try:
         while train_s < args.max_train_s:
             t0 = time.perf_counter()
@@ -129,10 +133,16 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
                 "trained": int(apex.get("env_steps_trained_lifetime", 0)),
                 "calls": int(result.get("num_training_step_calls_per_iteration") or 0),
             }
+            steps_done = args.max_env_steps is not None and last["sampled"] >= args.max_env_steps
+            if args.held_out and (steps_done or last["sampled"] >= next_held_out):
+                next_held_out += args.held_out_every
+                held_out.append(_held_out(algo, args, last))
             if args.verbose:
                 print("   ", json.dumps(last, default=float), flush=True)
-            if ret >= args.target:
+            if ret >= args.target and not args.held_out:
                 reached = train_s
+                break
+            if steps_done:
                 break
     finally:
         algo.stop()
@@ -143,7 +153,21 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         "best_greedy": round(best, 1),
         "eval_s": round(eval_s, 2),
         "iterations": it,
+        **({"held_out_pct": [h["pct"] for h in held_out]} if args.held_out else {}),
+        **({"held_out_at": [h["sampled"] for h in held_out]} if args.held_out else {}),
     }
+
+
+def _held_out(algo: Any, args: argparse.Namespace, last: dict[str, Any]) -> dict[str, Any]:
+    """The sweep's end-of-run figure (``sweeps.evaluate``) of the learner's current network:
+    % of the optimum over ``--held-out`` fixed episodes, the optimal policy on the same ones."""
+    from sweeps import evaluate
+
+    record = evaluate.evaluate_module(
+        learner_module(algo), args.env, {}, args.held_out, evaluate.HELD_OUT_SEED
+    )
+    last["held_out_pct"] = round(record["pct_of_optimum"], 2)
+    return {"sampled": last["sampled"], "pct": last["held_out_pct"]}
 
 
 def throughput(args: argparse.Namespace, num_runners: int) -> dict[str, Any]:
@@ -202,6 +226,16 @@ def main(argv: list[str] | None = None) -> None:
         type=setting,
         help="override a tuned default (an AlgorithmConfig attribute), e.g. lr=3e-3 gamma=0.95",
     )
+    parser.add_argument(
+        "--held-out",
+        type=int,
+        default=0,
+        help="episodes of the held-out evaluation (sweeps.evaluate: %% of optimum on fixed "
+        "episodes) every --held-out-every env steps; 0: off. With it, a run goes on past the "
+        "target, to --max-env-steps or --max-train-s",
+    )
+    parser.add_argument("--held-out-every", type=int, default=10_000, help="env steps")
+    parser.add_argument("--max-env-steps", type=int, default=None, help="stop a run here")
     parser.add_argument("--throughput", action="store_true", help="measure env steps/s instead")
     parser.add_argument("--throughput-s", type=float, default=10.0)
     parser.add_argument(

@@ -43,9 +43,11 @@ __all__ = [
     "HeuristicPolicy",
     "Policy",
     "RandomPolicy",
+    "episode_returns",
     "evaluate",
     "make_cab_env",
     "optimum_value",
+    "reference_episode_returns",
     "reference_returns",
 ]
 
@@ -126,17 +128,15 @@ def make_cab_env(env_id_or_config: str | Mapping[str, Any] | gym.Env) -> gym.Env
     return gym.make(env_id_or_config)
 
 
-def evaluate(
+def episode_returns(
     policy: Policy,
     env_id_or_config: str | Mapping[str, Any] | gym.Env,
     episodes: int = 200,
     seed: int = 0,
-) -> tuple[float, float]:
-    """Mean and sample standard deviation of ``policy``'s return over ``episodes`` episodes.
-
-    Episode ``i`` starts from ``env.reset(seed=seed + i)``, so policies evaluated with the same
-    ``seed`` face the same start states.
-    """
+) -> np.ndarray:
+    """``policy``'s return in each of ``episodes`` episodes; episode ``i`` starts from
+    ``env.reset(seed=seed + i)``, so policies evaluated with the same ``seed`` face the same
+    start states (and, on the request variant, the same first request draws)."""
     env = make_cab_env(env_id_or_config)
     returns = np.empty(episodes)
     for i in range(episodes):
@@ -148,8 +148,40 @@ def evaluate(
             total += float(reward)
             done = terminated or truncated
         returns[i] = total
+    return returns
+
+
+def evaluate(
+    policy: Policy,
+    env_id_or_config: str | Mapping[str, Any] | gym.Env,
+    episodes: int = 200,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Mean and sample standard deviation of ``policy``'s return over ``episodes`` episodes
+    (seeded as in :func:`episode_returns`)."""
+    returns = episode_returns(policy, env_id_or_config, episodes, seed)
     std = float(returns.std(ddof=1)) if episodes > 1 else 0.0
     return float(returns.mean()), std
+
+
+def reference_episode_returns(
+    env_config: Mapping[str, Any], episodes: int, seed: int
+) -> dict[str, list[float]]:
+    """Each reference policy's return in each of the episodes seeded ``seed``, ``seed + 1``, ...
+    of the cab env ``env_config``: ``random`` (seeded ``seed``), ``heuristic`` and ``optimum``
+    (the DP optimal policy, played: its mean over these episodes is the denominator of a
+    held-out "% of optimum", measured on the same start states as the learned policy)."""
+    config = dict(env_config)
+    tm_seed = int(config.get("tm_seed", 0))
+    policies = {
+        "random": RandomPolicy(seed),
+        "heuristic": HeuristicPolicy(tm_seed),
+        "optimum": solve(tm_seed, bool(config.get("requests", False))).policy(),
+    }
+    return {
+        name: episode_returns(policy, config, episodes, seed).tolist()
+        for name, policy in policies.items()
+    }
 
 
 def reference_returns(

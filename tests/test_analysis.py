@@ -235,12 +235,12 @@ def runs(suite_dir) -> pd.DataFrame:
 
 @pytest.fixture(autouse=True)
 def fake_references(monkeypatch):
-    """A stand-in for envs.policies (the real one simulates 200 episodes per variant)."""
+    """A stand-in for envs.policies (the real one plays 100 episodes per policy and variant)."""
     module = types.ModuleType("envs.policies")
-    module.reference_returns = lambda variant, tm_seed=0, episodes=200, seed=0: {
-        "random": 10.0,
-        "heuristic": 60.0,
-        "optimum": 100.0,
+    module.reference_episode_returns = lambda config, episodes, seed: {
+        "random": [10.0],
+        "heuristic": [60.0],
+        "optimum": [100.0],
     }
     monkeypatch.setitem(sys.modules, "envs.policies", module)
 

@@ -280,6 +280,14 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         help="checkpoint every N iterations and at the end (0: never; resume then restarts "
         "unfinished trials)",
     )
+    o.add_argument(
+        "--final-episodes",
+        type=count(0),
+        help="at the end, the best trial's final checkpoint and the runners-up within noise "
+        "of it (every trial in benchmark mode) play this many held-out greedy episodes, the "
+        "same for every trial; the best trial is picked by their mean (0: off; default: 100 "
+        "on cabs, 0 elsewhere)",
+    )
     o.add_argument("--max-failures", type=count(0), help="retries of a failing trial")
     o.add_argument("--verbose", action="store_true", help="show the trial processes' own logs")
     o.add_argument(
@@ -308,7 +316,10 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         )
         c.add_argument("--tm-seed", type=count(0), help="seed of the city's travel-time matrix")
 
-    p.set_defaults(**{**SHARED_DEFAULTS, **sweep.defaults})
+    # Held-out episodes at the end (sweeps/harness/final.py): a second or two per cab trial;
+    # on Pong a greedy game takes seconds to minutes, so it is asked for there.
+    final_episodes = {"final_episodes": 100 if sweep.env == "cabs" else 0}
+    p.set_defaults(**{**SHARED_DEFAULTS, **final_episodes, **sweep.defaults})
     return p
 
 

@@ -18,6 +18,9 @@ from typing import Any
 # A trial folder's final greedy evaluation, written by ``python -m sweeps.evaluate`` and read by
 # ``python -m analysis``.
 EVALUATION_FILE = "final_evaluation.json"
+# Its episodes are seeded from here on (training and the periodic evaluation use small seeds),
+# the same for every trial: the held-out episodes.
+HELD_OUT_SEED = 1_000_000
 
 
 class UsageError(Exception):

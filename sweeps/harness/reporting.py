@@ -375,9 +375,18 @@ def best_trial(results: Any, judged: keys.Key) -> Any:
     return None
 
 
-def print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:
+def print_best(best: Any, record: dict[str, Any], judged_column: str, held_out: Any = None) -> None:
+    """The best trial; ``held_out`` (``sweeps.harness.final.Evaluated``): it was picked by its
+    held-out figure, printed first."""
     m = best.metrics
-    print(f"[sweep] best trial: {Path(best.path).name}")
+    print(
+        f"[sweep] best trial: {Path(best.path).name}"
+        + (" (by the held-out mean)" if held_out else "")
+    )
+    if held_out is not None:
+        from sweeps.evaluate import describe
+
+        print(f"[sweep]   final policy, held out: {describe(held_out.record)}")
     print(
         f"[sweep]   return {_f(keys.get(m, keys.RETURN_MEAN))}, greedy "
         f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
@@ -387,7 +396,10 @@ def print_best(best: Any, record: dict[str, Any], judged_column: str) -> None:
     pct = keys.get(m, keys.PCT_OF_OPTIMUM)
     if pct is not None:
         optimum = record["optimum"]
-        print(f"[sweep]   greedy return = {_f(pct)}% of the exact optimum ({optimum:.1f})")
+        print(
+            f"[sweep]   last periodic greedy return = {_f(pct)}% of the exact optimum "
+            f"({optimum:.1f})"
+        )
     hp = {h: dotted(best.config, h) for h in record["hyperparameters"]}
     print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
 

@@ -299,24 +299,40 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         record["status"] = "interrupted"
     else:
         record["status"] = "failed" if errors else "finished"
+    judged = _judged_by(sweep, args)
+    from sweeps.harness.reporting import best_trial, print_best
+
+    best = best_trial(results, judged) if results is not None else None
+    held_out = None
+    if best is not None and not interrupted and getattr(args, "final_episodes", 0):
+        # The final figure, and the pick, on held-out episodes (sweeps/harness/final.py).
+        from sweeps.harness import final
+        from sweeps.harness.common import HELD_OUT_SEED
+
+        held_out = final.evaluate_best(
+            results, judged, args.final_episodes, HELD_OUT_SEED, bool(args.benchmark_seeds)
+        )
+        record["held_out"] = held_out.summary()
+        if held_out.best is not None:
+            best = held_out.best.result
     write_record(storage.join(experiment, RECORD_FILE), record)
 
     print()
     if results is None or len(results) == 0:
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
-    judged = _judged_by(sweep, args)
-    from sweeps.harness.reporting import best_trial, print_best
-
-    best = best_trial(results, judged)
     reached_any = False
     for r in results:
         m = r.metrics or {}
         if args.stop_reward is not None and (keys.get(m, judged) or -math.inf) >= args.stop_reward:
             reached_any = True
     print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
+    if held_out is not None:
+        from sweeps.harness.final import lines
+
+        print("\n".join(f"[sweep] {line}" for line in lines(held_out, record["optimum"])))
     if best is not None:
-        print_best(best, record, keys.flat(judged))
+        print_best(best, record, keys.flat(judged), held_out.best if held_out else None)
     for f in failures:
         start = f.get("checkpoint_iteration", 0)
         what = (
