@@ -328,6 +328,12 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.resume is not None:
         return _resume_args(sweep, parser, args, argv)
+    variant_defaults = sweep.variant_defaults.get(getattr(args, "variant", None), {})
+    if variant_defaults:
+        explicit = _explicit_flags(parser, argv)
+        for key, value in variant_defaults.items():
+            if key not in explicit:
+                setattr(args, key, value)
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).

@@ -30,6 +30,9 @@ class Sweep:
     sample_params: SampleFn
     defaults: dict[str, Any] = field(default_factory=dict)
     smoke: dict[str, Any] = field(default_factory=dict)
+    # Defaults of one cab variant over ``defaults`` (its own budget), e.g. {"requests": {...}};
+    # a flag given on the command line wins, and --smoke's tiny budget wins over them.
+    variant_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     description: str = ""
     # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
     extra_metrics: tuple[keys.Key, ...] = ()
