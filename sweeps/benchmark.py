@@ -199,7 +199,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=count(0),
         default=None,
         help="greedy episodes of each trial's final policy after its run (python -m "
-        "sweeps.evaluate; 0: none; default: 5 on Pong, none on cabs)",
+        "sweeps.evaluate; 0: none; default: 5 on Pong, none on cabs, where each run's own "
+        "end plays 100 held-out episodes, the sweep's --final-episodes)",
     )
     return p
 

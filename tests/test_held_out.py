@@ -157,3 +157,20 @@ def test_the_report_picks_a_sweeps_best_trial_by_its_held_out_mean() -> None:
     assert list(tables.best_trials(trials)["trial_id"]) == ["b"]
     without = trials.assign(final_eval_return=math.nan)  # runs made before the held-out figure
     assert list(tables.best_trials(without)["trial_id"]) == ["a"]
+
+
+def test_the_request_variant_has_its_own_budget_and_flags_win() -> None:
+    from sweeps import apex_cabs
+    from sweeps.harness.cli import parse_args
+
+    base = parse_args(apex_cabs.SWEEP, [])
+    requests = parse_args(apex_cabs.SWEEP, ["--variant", "requests"])
+    assert (base.stop_timesteps, requests.stop_timesteps) == (60_000, 150_000)
+    assert base.final_episodes == 100 and requests.final_episodes == 100
+    given = parse_args(apex_cabs.SWEEP, ["--variant", "requests", "--stop-timesteps", "9000"])
+    assert given.stop_timesteps == 9000 and given.grace_period == 15_000
+    smoke = parse_args(apex_cabs.SWEEP, ["--variant", "requests", "--smoke"])
+    assert smoke.stop_timesteps == 500
+    # The tuned lr schedule is the first trial's: its decay horizon is the variant's budget.
+    config = apex_cabs.make_config(requests)
+    assert config.lr == [[0, 1e-3], [150_000, 1e-4]]
