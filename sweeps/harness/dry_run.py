@@ -66,6 +66,12 @@ def dry_run_lines(
             tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
             lines.append("[dry-run] " + describe_first_trial(unexpressed))
             lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
+    if getattr(args, "final_episodes", 0) and not args.resume:
+        who = "every trial" if args.benchmark_seeds else "the best trial and those within noise"
+        lines.append(
+            f"[dry-run] at the end: {who} play {args.final_episodes} held-out greedy episodes "
+            "(the same for every trial); the best trial is picked by their mean"
+        )
     if args.optuna_storage and not args.resume:
         lines.append(f"[dry-run] Optuna study (not created): {storage.study_call(args)}")
     lines.append("[dry-run] nothing started, nothing written")
