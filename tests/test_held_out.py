@@ -170,7 +170,7 @@ def test_the_request_variant_has_its_own_budget_and_flags_win() -> None:
     given = parse_args(apex_cabs.SWEEP, ["--variant", "requests", "--stop-timesteps", "9000"])
     assert given.stop_timesteps == 9000 and given.grace_period == 15_000
     smoke = parse_args(apex_cabs.SWEEP, ["--variant", "requests", "--smoke"])
-    assert smoke.stop_timesteps == 500
+    assert smoke.stop_timesteps == 500 and smoke.final_episodes == 10
     # The tuned lr schedule is the first trial's: its decay horizon is the variant's budget.
     config = apex_cabs.make_config(requests)
     assert config.lr == [[0, 1e-3], [150_000, 1e-4]]

@@ -62,6 +62,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
 RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
 
 # --smoke: same code path, tiny budget (one or two trials, a few hundred env steps).
+SMOKE_FINAL_EPISODES = 10
 SMOKE_DEFAULTS: dict[str, Any] = {
     "num_samples": 2,
     "stop_timesteps": 400,
@@ -343,6 +344,8 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
         for key, value in {**SMOKE_DEFAULTS, **sweep.smoke}.items():
             if key not in explicit:
                 setattr(args, key, value)
+        if "final_episodes" not in explicit:  # the same end, on a few held-out episodes
+            args.final_episodes = min(args.final_episodes, SMOKE_FINAL_EPISODES)
     if args.as_test and args.stop_reward is None:
         parser.error("--as-test needs --stop-reward")
     if args.configs_from is not None:
