@@ -55,8 +55,10 @@ Results to expect
 -----------------
 The tuned defaults (``cabs_config``: one actor of 8 envs, replay ratio 8, γ 0.95, lr 3e-3 decaying
 to 3e-4, four SGD steps per learner call) reach a greedy 2,500 within seconds of training on 2
-cores; the default sweep ends in about 15 minutes with its best trial's held-out figure near the
-direct-ride heuristic's. On the request variant (γ 0.995, lr 1e-3 decaying to 1e-4 over 150k env
+cores; the default sweep runs its 24 trials within its 14-minute budget (in about half of it
+when alone on 2 cores; a loaded machine gets through fewer) and ends with its best trial's
+held-out figure near the direct-ride heuristic's, just below it (not above: see "What limits
+the base variant"). On the request variant (γ 0.995, lr 1e-3 decaying to 1e-4 over 150k env
 steps, the Q-function reading the month's progress) the tuned defaults pass 97% of the optimum
 within a few minutes. The end-of-sweep summary prints the held-out mean with its 95% interval
 and the reference policies on the same episodes. Measured figures with the commands that made
