@@ -158,10 +158,12 @@ def _resolve(name: str, config_json: str) -> GymEnv:
     spec = gym.spec(name) if kind != "entry_point" else None
     try:
         env = make(name, config)
-    except ValueError as e:
-        raise ValueError(f"--env {name}: {_line(e)}") from None
-    except TypeError as e:  # a keyword the env does not take: the config is rejected
-        raise ValueError(f"--env {name}: --env-config rejected: {_line(e)}") from None
+    except (TypeError, ValueError) as e:  # a key or value the env does not take
+        if config:
+            raise ValueError(
+                f"--env {name} rejected --env-config {config_json}: {_line(e)}"
+            ) from None
+        raise ValueError(f"--env {name} raised on construction: {_line(e)}") from None
     except Exception as e:  # the env's own error on construction
         raise ValueError(f"--env {name} raised on construction: {_line(e)}") from None
     if not isinstance(env, gym.Env):
