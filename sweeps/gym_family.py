@@ -15,6 +15,10 @@ has the measured times and the command. They are a starting point for any other 
 Observations: a 1-D Box as it is, other spaces flattened (Discrete one-hot), ``ALE/...`` ids
 with Pong's Atari recipe (``sweeps/harness/workloads.py``). Actions: Discrete for all four;
 Box and MultiDiscrete for IMPALA and APPO only (RLlib's DQN has no continuous-action head).
+
+A game that needs FIRE after each lost life (Breakout) can stall a greedy evaluation episode
+until ALE's 108,000-frame cap (the frames have FIRE at reset only, as Pong's); judge such a game by
+the training return (``--eval-interval 0``).
 """
 
 from __future__ import annotations

@@ -91,6 +91,21 @@ def _args(**kw) -> argparse.Namespace:
     return args
 
 
+def test_the_best_trial_of_a_run_without_target_is_printed(tmp_path, capsys):
+    """An env without a reward_threshold, run without --target: the summary says so (it used to
+    index the empty target list)."""
+    from types import SimpleNamespace
+
+    from sweeps.harness.reporting import print_best
+
+    best = SimpleNamespace(
+        metrics={"suite": {"greedy_return": 1.0}}, path=str(tmp_path / "T_1"), config={"lr": 1e-3}
+    )
+    print_best(best, {"targets": [], "hyperparameters": ["lr"]}, "suite/greedy_return")
+    out = capsys.readouterr().out
+    assert "no reward target (no --target, no reward_threshold" in out and "lr=0.001" in out
+
+
 # ------------------------------------------------------------------------------------------------
 # Bad input: one line, exit 2, before Ray starts, nothing written
 # ------------------------------------------------------------------------------------------------
