@@ -98,6 +98,10 @@ EXPERIMENT_COLUMNS = [
     "configs_from",  # --configs-from: the experiment whose sampled configurations this one re-ran
     "stop",  # run.json "stop" as JSON
     "optimum",
+    # A uniformly random policy's mean return and its episode count, measured by the run itself
+    # (run.json "references"; any env but the cab env, whose references the report computes).
+    "random_return",
+    "random_episodes",
     "targets",  # run.json "targets" as a JSON list
     "command",
     "git_commit",
@@ -124,9 +128,16 @@ INT_COLUMNS = [
     "cpus",
     "gpus",
     "final_eval_episodes",
+    "random_episodes",
 ]
-FLOAT_COLUMNS = ITERATION_COLUMNS + ["max_t", "optimum", "final_eval_return", "final_eval_ci95"]
-FLOAT_COLUMNS += ["final_eval_pct"]
+FLOAT_COLUMNS = ITERATION_COLUMNS + [
+    "max_t",
+    "optimum",
+    "random_return",
+    "final_eval_return",
+    "final_eval_ci95",
+    "final_eval_pct",
+]
 # Every other column is text ("" when missing).
 STR_COLUMNS = [
     c
@@ -297,6 +308,8 @@ class _Experiment:
         if not command and isinstance(info.get("argv"), list):
             command = shlex.join(str(a) for a in info["argv"])
         targets = info.get("targets") if isinstance(info.get("targets"), list) else []
+        references = info.get("references") if isinstance(info.get("references"), Mapping) else {}
+        random = references.get("random") if isinstance(references.get("random"), Mapping) else {}
         return {
             "sweep": info.get("sweep") or self.name,
             "kind": info.get("kind") or "",
@@ -313,6 +326,8 @@ class _Experiment:
             "configs_from": self.configs_from(),
             "stop": json.dumps(self.stop, sort_keys=True),
             "optimum": number(info.get("optimum")),
+            "random_return": number(random.get("mean")),
+            "random_episodes": number(random.get("episodes")),
             "targets": json.dumps([number(t) for t in targets]),
             "command": command or "",
             "git_commit": info.get("git_commit") or "",

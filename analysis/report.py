@@ -86,12 +86,48 @@ def reference_returns(runs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | No
     return pd.DataFrame(rows), None
 
 
+# Envs whose reference rows the report computes itself (the cab env's policies and optimum) or
+# has none of (Pong); every other env's random-policy row is measured by its runs (run.json).
+NAMED = ("cabs", "pong")
+
+
+def measured_references(runs: pd.DataFrame) -> pd.DataFrame:
+    """The random-policy reference of every other env (and config) in the table, as its runs
+    measured it (``random_return``, ``random_episodes``): one row per (env, variant), the
+    median over its experiments (they play the same seeded episodes)."""
+    other = runs[~runs["env"].isin(NAMED) & runs["random_return"].notna()]
+    rows = []
+    for (env, variant), part in other.groupby(["env", "variant"], sort=True):
+        per_run = part.drop_duplicates("experiment")
+        rows.append(
+            {
+                "env": env,
+                "variant": variant,
+                "random": float(per_run["random_return"].median()),
+                "episodes": int(per_run["random_episodes"].max()),
+            }
+        )
+    return pd.DataFrame(rows, columns=["env", "variant", "random", "episodes"])
+
+
+def workload_references(
+    w: Workload, cabs: pd.DataFrame | None, measured: pd.DataFrame
+) -> pd.DataFrame | None:
+    """The reference rows of one workload: the cab env's computed ones, or the random policy
+    its runs measured (None: none)."""
+    if w.env == "cabs":
+        return None if cabs is None else cabs[cabs["variant"] == (w.variant or "base")]
+    part = measured[(measured["env"] == w.env) & (measured["variant"] == w.variant)]
+    return part if len(part) else None
+
+
 class _Plots:
     """Draws a report's plots into its folder, in the report's one palette; remembers names."""
 
     def __init__(self, out_dir: Path, runs: pd.DataFrame, references: pd.DataFrame | None):
         self.out_dir = out_dir
         self.references = references
+        self.measured = measured_references(runs)
         self.colours = plots.palette(tables.configurations(tables.select_configurations(runs)))
         self.written: list[str] = []
 
@@ -102,7 +138,10 @@ class _Plots:
         return path.name
 
     def _refs(self, w: Workload) -> dict[str, float]:
-        if self.references is None or w.env != "cabs":
+        if w.env != "cabs":
+            refs = workload_references(w, None, self.measured)
+            return {} if refs is None else {"random policy": float(refs["random"].iloc[0])}
+        if self.references is None:
             return {}
         return plots.references_for_plot(self.references, w.variant or "base")
 
@@ -180,13 +219,13 @@ def render_report(
         lines += [f"Note: {reference_note}.", ""]
 
     lines += ["## Summary", ""]
+    measured = draw.measured
     for w in loads:
-        lines += summary.summary_section(w, draw.summary(w))
+        refs = workload_references(w, references, measured) if w.env != "cabs" else None
+        lines += summary.summary_section(w, draw.summary(w), refs)
 
     for w in loads:
-        refs = None
-        if references is not None and w.env == "cabs":
-            refs = references[references["variant"] == (w.variant or "base")]
+        refs = workload_references(w, references, measured)
         lines += [f"## {w.title}: detail", ""]
         lines += sections.performance_section(w, refs)
         unscored = sorted(

@@ -150,7 +150,12 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
             for name in ("random", "heuristic", "optimum"):
                 if name in r:
                     pct = 100.0 * r[name] / optimum if optimum else None
-                    label = f"*{name} (reference, tm_seed {r['tm_seed']})*"
+                    label = (
+                        f"*{name} (reference, tm_seed {r['tm_seed']})*"
+                        if "tm_seed" in r
+                        else f"*{name} policy (reference, {r['episodes']} seeded episodes, "
+                        "measured in these runs)*"
+                    )
                     cells = [DASH] * (len(header) - 4) + [fmt_float(r[name]), fmt_pct(pct), DASH]
                     rows.append([label, *cells])
     return [

@@ -5,6 +5,8 @@ detail tables below it."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from analysis import tables
 from analysis.fmt import (
     DASH,
@@ -41,12 +43,18 @@ PONG_GPU_COMMAND = (
 )
 
 
-def summary_section(w: Workload, plot: str | None) -> list[str]:
+def summary_section(
+    w: Workload, plot: str | None, references: pd.DataFrame | None = None
+) -> list[str]:
     """The workload's answer: each algorithm's best configuration at the target, one computed
-    sentence naming the winner and by how much, the time-to-target plot."""
+    sentence naming the winner and by how much, the time-to-target plot; on an env without a
+    target, each configuration's final returns instead. ``references``: the random policy a
+    generic env's runs measured, stated under the table."""
     lines = [f"### {w.title}", ""]
     if is_missing(w.target):
-        return lines + ["No reward targets in run.json: nothing to summarise.", ""]
+        if w.env in ("cabs", "pong"):
+            return lines + ["No reward targets in run.json: nothing to summarise.", ""]
+        return lines + _without_target(w) + _random_line(references)
     if w.best.empty:
         why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
         return lines + [f"Nothing to compare: {why}.", ""] + _no_gpu_note(w)
@@ -97,10 +105,52 @@ def summary_section(w: Workload, plot: str | None) -> list[str]:
         )
         lines += [f"{lead}: {names(items)}.", ""]
     lines += [verdict(w), ""]
+    lines += _random_line(references)
     lines += _rules_note(w)
     lines += _no_gpu_note(w)
     if plot:
         lines += [f"![Time to {w.label(w.target)}: {w.title}]({plot})", ""]
+    return lines
+
+
+def _random_line(references: pd.DataFrame | None) -> list[str]:
+    """A generic env's random-policy reference, in words (the detail table has its row)."""
+    if references is None or references.empty or "episodes" not in references:
+        return []
+    r = references.iloc[0]
+    return [
+        f"A uniformly random policy scores {fmt_float(r['random'])} (mean of {r['episodes']} "
+        "seeded episodes, measured by these runs).",
+        "",
+    ]
+
+
+def _without_target(w: Workload) -> list[str]:
+    """No target (no --target, no reward_threshold in the env's spec): say so, and show each
+    configuration's final returns; the learning curves are in the detail below."""
+    lines = [
+        "No reward target: the runs were given no `--target` and the env's spec has no "
+        "`reward_threshold`, so there is no time to target to compare. Final returns per "
+        "configuration (median over seeds, min–max) instead; the learning curves are under "
+        "*detail*.",
+        "",
+    ]
+    if w.configs.empty:
+        return lines + ["No configuration reported a result.", ""]
+    header = [CONFIG, "seeds", "env steps", "training time"]
+    header += [SIGNALS["greedy_return"], SIGNALS["return_mean"], STEPS_PER_S]
+    rows = [
+        [c["config"], *(final_cells(c)[h] for h in header[1:])] for _, c in w.configs.iterrows()
+    ]
+    lines += [markdown_table(header, rows), ""]
+    finals = w.finals(w.signal).dropna()
+    if len(finals):
+        top = finals.sort_values(ascending=False, kind="stable").index[0]
+        lines += [
+            f"**Highest final {SIGNALS[w.signal]}: {top}** ({fmt_float(finals[top])}, median "
+            "over seeds); without a target this is not a time-to-reward answer.",
+            "",
+        ]
     return lines
 
 

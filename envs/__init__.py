@@ -9,7 +9,9 @@ Importing this package registers nothing and imports neither Ray nor Torch; call
 * ``Pong-v5-rllib`` (:data:`PONG`): :func:`envs.pong.make_pong`, ALE Pong with RLlib's Atari
   preprocessing;
 
-with both Gymnasium and Ray Tune's env registry, so an RLlib config can name them.
+with both Gymnasium and Ray Tune's env registry, so an RLlib config can name them; and any other
+Gymnasium env the generic workload names (a registered id or ``package.module:Name``,
+``envs/gym.py``) with Ray Tune's registry under that name.
 """
 
 from __future__ import annotations
@@ -62,17 +64,18 @@ _ENTRY_POINTS: dict[str, tuple[str, Callable[..., Any]]] = {
 
 
 def make(env_id: str, config: Mapping[str, Any] | None = None) -> Any:
-    """One env of a suite id, built by the same creator RLlib's runners use."""
-    try:
-        creator = _ENTRY_POINTS[env_id][1]
-    except KeyError:
-        known = sorted(_ENTRY_POINTS)
-        raise ValueError(f"unknown env {env_id!r}; the suite's envs: {known}") from None
-    return creator(dict(config or {}))
+    """One env of a suite id, or of any other Gymnasium env (``envs.gym.make``), built by the
+    same creator RLlib's runners use."""
+    if env_id not in _ENTRY_POINTS:
+        from envs.gym import make as make_gym
+
+        return make_gym(env_id, config)
+    return _ENTRY_POINTS[env_id][1](dict(config or {}))
 
 
-def register_envs() -> None:
-    """Register the cab variants and Pong with Gymnasium and Ray Tune (idempotent).
+def register_envs(*generic: str) -> None:
+    """Register the cab variants and Pong with Gymnasium and Ray Tune (idempotent), and each
+    ``generic`` env name (``envs.gym.register``) with Ray Tune.
 
     Ray Tune's creators take RLlib's ``EnvContext`` (the env config); Gymnasium's entry points
     take the config as keyword arguments or as ``config={...}``.
@@ -84,3 +87,8 @@ def register_envs() -> None:
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point=entry_point)
         register_env(env_id, creator)
+    if generic:
+        from envs.gym import register
+
+        for name in generic:
+            register(name)

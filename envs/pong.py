@@ -1,12 +1,13 @@
-"""Atari Pong, preprocessed in C++ by ale-py's vector env: the one Pong factory of the suite.
+"""Atari Pong, preprocessed in C++ by ale-py's vector env: the one Atari factory of the suite.
 
-:func:`make_pong` builds ``ale_py.vector_env.AtariVectorEnv("pong")``, which does the standard
-DeepMind preprocessing in its own C++ worker threads: frame-skip 4 with the last two frames
-max-pooled, up to 30 no-ops and FIRE at reset, grayscale, resize to ``dim x dim`` (42 by default,
-the small Atari size of RLlib's classic ``[16,4,2],[32,4,2],[256,11,1]`` net; 84 is the DeepMind
-size) and a stack of the last ``framestack`` frames. A thin vector wrapper turns its
-``(stack, dim, dim)`` uint8 frames into the channels-last ``(dim, dim, stack)`` float32 in
-``[-1, 1]`` that RLlib's CNN encoders take.
+:func:`make_pong` builds ``ale_py.vector_env.AtariVectorEnv("pong")`` (:func:`make_atari` builds
+any other game the same way, for the generic workload's ``ALE/...`` ids, ``envs/gym.py``), which
+does the standard DeepMind preprocessing in its own C++ worker threads: frame-skip 4 with the
+last two frames max-pooled, up to 30 no-ops and FIRE at reset, grayscale, resize to
+``dim x dim`` (42 by default, the small Atari size of RLlib's classic ``[16,4,2],[32,4,2],
+[256,11,1]`` net; 84 is the DeepMind size) and a stack of the last ``framestack`` frames. A
+thin vector wrapper turns its ``(stack, dim, dim)`` uint8 frames into the channels-last
+``(dim, dim, stack)`` float32 in ``[-1, 1]`` that RLlib's CNN encoders take.
 
 * Called with ``num_envs`` in the config (RLlib's env runner does, with
   ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/harness/workloads.py``), it
@@ -118,19 +119,21 @@ class OneGame(gym.Env):
         self._vector_env.close()
 
 
-def make_pong(
-    config: Mapping[str, Any] | None = None, **kwargs: Any
+def make_atari(
+    game: str, config: Mapping[str, Any] | None = None, **kwargs: Any
 ) -> gym.Env | gym.vector.VectorEnv:
-    """Preprocessed Pong: a vector env of ``num_envs`` games when the config has ``num_envs``,
-    else one game as a ``gymnasium.Env``. ``config`` (an RLlib ``EnvContext`` works) and
-    ``kwargs`` merge."""
+    """Preprocessed Atari ``game`` (an ale-py ROM id: ``"pong"``, ``"breakout"``): a vector env of
+    ``num_envs`` games when the config has ``num_envs``, else one game as a ``gymnasium.Env``.
+    ``config`` (an RLlib ``EnvContext`` works) and ``kwargs`` merge; the keys are Pong's
+    (``PONG_DEFAULTS``). The one Atari factory of the suite: Pong and every ``ALE/...`` id of the
+    generic workload (``envs/gym.py``) are built here."""
     from ale_py.vector_env import AtariVectorEnv
 
     settings = validate_pong_config({**(config or {}), **kwargs})
     num_envs = settings.get("num_envs")
     vector_env = ChannelsLastFloat(
         AtariVectorEnv(
-            "pong",
+            game,
             num_envs or 1,
             num_threads=min(settings["num_threads"], num_envs or 1),
             img_height=settings["dim"],
@@ -146,3 +149,10 @@ def make_pong(
         )
     )
     return vector_env if num_envs else OneGame(vector_env)
+
+
+def make_pong(
+    config: Mapping[str, Any] | None = None, **kwargs: Any
+) -> gym.Env | gym.vector.VectorEnv:
+    """Preprocessed Pong (:func:`make_atari` of ``"pong"``)."""
+    return make_atari("pong", config, **kwargs)

@@ -55,6 +55,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, line in found.items():
         print(f"  {name.ljust(width)}  {line}")
     print("Try one without running it: python sweeps/apex_cabs.py --dry-run")
+    print(
+        "Your own env (a Gymnasium id or package.module:Name): python sweeps/appo_gym.py --env "
+        "Acrobot-v1; the four compared: python -m sweeps.benchmark --env Acrobot-v1"
+    )
     found = commands()
     width = max(map(len, found))
     print("Commands (python -m sweeps.<name> --help):")

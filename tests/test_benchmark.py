@@ -225,7 +225,7 @@ def test_another_sweeps_folder_is_refused(calls, tmp_path, capsys):
         (["--num-env-runners", "1,-2"], "expected non-negative integers"),
         (["--stop-train-time-s", "0"], "--stop-train-time-s: must be a positive number"),
         (["--time-budget-s", "60"], "--time-budget-s: in the sweeps this is a whole sweep's"),
-        (["--env", "mujoco"], "invalid choice: 'mujoco'"),
+        (["--env", "mujoco"], "--env mujoco: no such Gymnasium env"),
         (["--seed", "x"], "expected an integer"),
         (["--stop-train-time"], "unrecognized arguments: --stop-train-time"),  # no abbreviations
         (["--name", "a/b"], "--name must be a plain folder name"),

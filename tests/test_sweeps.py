@@ -18,6 +18,10 @@ from sweeps.__main__ import sweeps as listed_sweeps
 from sweeps.harness import keys
 
 SWEEPS = list(listed_sweeps())  # every sweeps/<algo>_<env>.py, as `python -m sweeps` lists them
+# Smoke runs: every sweep, except that of the generic sweeps only DQN and IMPALA run here (on
+# CartPole-v1, their default env); Ape-X and APPO run on an env of the tests' own, by entry point,
+# through the benchmark (tests/test_gym.py), which saves two Ray runs.
+SMOKED = [name for name in SWEEPS if name not in ("apex_gym", "appo_gym")]
 
 
 def _run(name: str, tmp_path: Path, *argv: str) -> tuple[int, Path]:
@@ -38,7 +42,7 @@ def test_importing_a_sweep_runs_nothing(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", SWEEPS)
+@pytest.mark.parametrize("name", SMOKED)
 def test_smoke(name, tmp_path, ray_session, capsys):
     rc, experiment = _run(name, tmp_path, "--smoke")
     assert rc == 0
@@ -52,8 +56,9 @@ def test_smoke(name, tmp_path, ray_session, capsys):
     assert record["status"] == "finished"
     assert record["sweep"] == name and record["kind"] == "sweep"
     assert record["search_space"] and record["hyperparameters"]
-    # One signal searches, prunes and stops: greedy on cabs, the training return on Pong.
-    judged_by = keys.GREEDY_RETURN if name.endswith("_cabs") else keys.RETURN_MEAN
+    # One signal searches, prunes and stops: greedy on cabs and any other env, the training
+    # return on Pong.
+    judged_by = keys.RETURN_MEAN if name.endswith("_pong") else keys.GREEDY_RETURN
     assert record["metric"] == keys.flat(judged_by)
     assert record["scheduler"]["type"] == "asha"
     trials = _trial_dirs(experiment)

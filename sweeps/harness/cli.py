@@ -316,12 +316,81 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
             help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
         )
         c.add_argument("--tm-seed", type=count(0), help="seed of the city's travel-time matrix")
+    if sweep.env == "gym":
+        add_gym_arguments(p.add_argument_group("env"))
 
     # Held-out episodes at the end (sweeps/harness/final.py): a second or two per cab trial;
     # on Pong a greedy game takes seconds to minutes, so it is asked for there.
     final_episodes = {"final_episodes": 100 if sweep.env == "cabs" else 0}
     p.set_defaults(**{**SHARED_DEFAULTS, **final_episodes, **sweep.defaults})
     return p
+
+
+def env_config(text: str) -> dict[str, Any]:
+    """``--env-config``: a JSON object."""
+    from envs.gym import parse_env_config
+
+    try:
+        return parse_env_config(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--env-config ")) from None
+
+
+class NoVariants(argparse.Action):
+    """``--variant`` / ``--tm-seed`` on a generic env: refused, one line saying why."""
+
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        env = getattr(namespace, "env", None) or "this env"
+        parser.error(
+            f"{option_string}: {env} has no variants (only the cab env has: --env cabs, or "
+            "sweeps/<algo>_cabs.py); pass the env's own settings with --env-config '{...}'"
+        )
+
+
+def add_gym_arguments(group: Any, *, without_variant_flags: bool = False) -> None:
+    """``--env``, ``--env-config`` and ``--target`` of the generic workload (the sweeps
+    ``sweeps/<algo>_gym.py``; the benchmark shares the last two and has its own ``--env``),
+    and ``--variant`` / ``--tm-seed`` refused with a reason."""
+    if not without_variant_flags:
+        group.add_argument(
+            "--env",
+            metavar="ID",
+            help="a registered Gymnasium id (CartPole-v1, ALE/Breakout-v5) or an entry point "
+            "package.module:Name (a gymnasium.Env subclass, or a factory taking the env config)",
+        )
+    group.add_argument(
+        "--env-config",
+        type=env_config,
+        metavar="JSON",
+        help="the env's settings as a JSON object, e.g. '{\"size\": 8}' (gym.make keyword "
+        "arguments for an id)",
+    )
+    group.add_argument(
+        "--target",
+        type=_finite_float,
+        nargs="+",
+        metavar="RETURN",
+        help="greedy returns whose time-to-reward the report shows (default: the env spec's "
+        "reward_threshold, if it has one)",
+    )
+    if not without_variant_flags:
+        group.add_argument("--variant", nargs="?", action=NoVariants)
+        group.add_argument("--tm-seed", nargs="?", action=NoVariants)
+
+
+def check_gym_env(sweep: Sweep, args: argparse.Namespace) -> None:
+    """The generic workload's env, built once and checked against the algorithm before Ray
+    starts: a UsageError (one line) when it cannot be built or the algorithm cannot take it."""
+    from envs.gym import resolve
+    from sweeps.gym_family import check
+
+    try:
+        check(sweep.algo, resolve(args.env, args.env_config))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
 
 
 def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -335,6 +404,11 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
         for key, value in variant_defaults.items():
             if key not in explicit:
                 setattr(args, key, value)
+    if sweep.env == "gym":
+        try:
+            check_gym_env(sweep, args)
+        except UsageError as e:
+            parser.error(str(e))
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).

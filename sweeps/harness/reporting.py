@@ -392,7 +392,10 @@ def print_best(best: Any, record: dict[str, Any], judged_column: str, held_out: 
         f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
         f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
     )
-    print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
+    if record["targets"]:
+        print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
+    else:  # an env without a reward_threshold, run without --target
+        print("[sweep]   no reward target (no --target, no reward_threshold in the env's spec)")
     pct = keys.get(m, keys.PCT_OF_OPTIMUM)
     if pct is not None:
         optimum = record["optimum"]

@@ -37,13 +37,46 @@ from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
 
 RECORD_FILE = "run.json"
+# The random-policy reference of a generic env: episodes, seeded from this seed on.
+REFERENCE_EPISODES = 100
+REFERENCE_SEED = 0
+
+
+def gym_targets(env: str, env_config: dict, target: list[float] | None) -> list[float]:
+    """``--target`` (sorted), else the spec's reward_threshold, else none."""
+    if target:
+        return sorted(set(target))
+    from envs.gym import resolve
+
+    threshold = resolve(env, env_config).reward_threshold
+    return [] if threshold is None else [threshold]
+
+
+def gym_variant(env_config: dict) -> str | None:
+    """A generic env's config as its "variant" in the record and the report (None: defaults)."""
+    import json
+
+    return json.dumps(env_config, sort_keys=True, separators=(",", ":")) if env_config else None
+
+
+def gym_random_reference(env: str, env_config: dict) -> dict[str, Any]:
+    """A uniformly random policy's mean return on ``REFERENCE_EPISODES`` seeded episodes (fewer
+    when the env's episodes are long: ``envs.gym.random_returns`` caps steps and seconds)."""
+    from envs.gym import random_returns
+
+    return random_returns(env, env_config, REFERENCE_EPISODES, REFERENCE_SEED)
 
 
 def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
+    """The returns whose time-to-reward the report shows: the cab env's fractions of its exact
+    optimum, Pong's three, and on any other env ``--target`` or the spec's reward_threshold
+    (none: the report says so and shows final returns and curves)."""
     if sweep.env == "cabs":
         from envs.optimum import targets
 
         return targets(args.variant, args.tm_seed)
+    if sweep.env == "gym":
+        return gym_targets(args.env, args.env_config, args.target)
     from envs.pong import TARGETS
 
     return list(TARGETS)
@@ -53,9 +86,10 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     """The return that judges a trial: what Optuna maximises, what ASHA compares, what
     --stop-reward/--as-test and the best-trial pick use. Greedy (explore=False) on cabs: the
     training return there is the exploring actors' (Ape-X runs up to ε = 0.4), which ranks
-    trials by their exploration more than by their policy. Pong, and cabs with greedy
-    evaluation off (--eval-interval 0): the training return."""
-    greedy = sweep.env == "cabs" and args.eval_interval > 0
+    trials by their exploration more than by their policy; the same on any other env (the
+    generic workload, whose targets are greedy returns: CartPole's 475 is "solved" greedily).
+    Pong, and the others with greedy evaluation off (--eval-interval 0): the training return."""
+    greedy = sweep.env in ("cabs", "gym") and args.eval_interval > 0
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
 
 
@@ -131,7 +165,7 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
             logging_level="ERROR",
             log_to_driver=args.verbose,
         )
-    register_envs()
+    register_envs(*([args.env] if sweep.env == "gym" else []))
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
     # CPU fallback for a GPU node without CUDA (sweeps/harness/placement.py, sweeps/harness/gpu.py).
     configure_placement(config, args, ray.cluster_resources())
@@ -233,7 +267,9 @@ def search(
                 HParamsLoggerCallback(
                     sweep.extra_metrics,
                     metric=_judged_by(sweep, args),
-                    target=stop_reward if stop_reward is not None else max(record["targets"]),
+                    target=stop_reward
+                    if stop_reward is not None
+                    else max(record["targets"], default=None),
                 ),
                 ProgressCallback(
                     interval_s=args.progress_interval_s,
@@ -442,11 +478,19 @@ def _new_record(
         from envs.optimum import optimum_value
 
         optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
+    env, variant = sweep.env, args.variant if sweep.env == "cabs" else None
+    references = None
+    if sweep.env == "gym":
+        # The workload is the env as named, with its config as the "variant" (another config is
+        # another workload); the random-policy reference is measured here, in the run, and the
+        # report reads it from this record.
+        env, variant = args.env, gym_variant(args.env_config)
+        references = {"random": gym_random_reference(args.env, args.env_config)}
     return {
         "sweep": sweep.name,
         "algo": sweep.algo,
-        "env": sweep.env,
-        "variant": args.variant if sweep.env == "cabs" else None,
+        "env": env,
+        "variant": variant,
         "env_id": config.env,
         "kind": "benchmark" if args.benchmark_seeds else "sweep",
         # A database password in --optuna-storage is not kept (the searcher holds the URL).
@@ -467,6 +511,7 @@ def _new_record(
         "stop": stop,
         "scheduler": scheduler_info,
         "optimum": optimum,
+        "references": references,
         "targets": _targets(sweep, args),
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),

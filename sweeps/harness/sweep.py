@@ -25,7 +25,7 @@ class Sweep:
 
     name: str  # "dqn_cabs"
     algo: str  # "dqn" | "apex" | "impala" | "appo"
-    env: str  # "cabs" | "pong"
+    env: str  # "cabs" | "pong" | "gym" (any other Gymnasium env: --env, sweeps/gym_family.py)
     make_config: ConfigFn
     sample_params: SampleFn
     defaults: dict[str, Any] = field(default_factory=dict)

@@ -1,9 +1,12 @@
-"""The two workloads as RLlib config fragments, shared by every sweep.
+"""The workloads as RLlib config fragments, shared by every sweep.
 
-``cabs(config, args)`` and ``pong(config, args)`` set the env, env runners, greedy evaluation,
-seeding and the suite's callbacks on any algorithm's config; a sweep file adds only its
-algorithm's training settings. ``PONG_DEFAULTS`` / ``PONG_SMOKE`` are the sweep defaults every
-Pong sweep shares. Envs themselves live in ``envs/`` behind factories.
+``cabs(config, args)``, ``pong(config, args)`` and ``gym(config, args, env)`` set the env, env
+runners, greedy evaluation, seeding and the suite's callbacks on any algorithm's config; a sweep
+file adds only its algorithm's training settings. The two named workloads keep their extras (the
+cab env's variants and exact optimum, Pong's Atari recipe); ``gym`` is every other Gymnasium env
+(``envs/gym.py``) on the same path (``_common``), an ``ALE/...`` id taking Pong's recipe.
+``PONG_DEFAULTS`` / ``PONG_SMOKE`` are the sweep defaults every Pong sweep shares. Envs themselves
+live in ``envs/`` behind factories.
 """
 
 from __future__ import annotations
@@ -96,6 +99,49 @@ def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> Alg
     config.env_runners(gym_env_vectorize_mode="vector_entry_point")
     dim = {**ENV_DEFAULTS, **(config.env_config or {})}["dim"]
     return config.rl_module(model_config=DefaultModelConfig(**{**pong_model(dim), **model}))
+
+
+def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+    """The env-to-module connector of an env whose observations are not a vector: RLlib's
+    ``FlattenObservations`` (Discrete -> one-hot, Dict/Tuple/MultiDiscrete and n-d Boxes
+    flattened into one vector). It rewrites the observations in the episodes, so the learners
+    and Ape-X's replay (which stores episodes) see the flat ones too. A module-level function:
+    the config is pickled to the env runners."""
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    return FlattenObservations()
+
+
+def gym(
+    config: AlgorithmConfig,
+    args: argparse.Namespace,
+    env: Any,
+    *,
+    hiddens: tuple[int, ...] = (64, 64),
+) -> AlgorithmConfig:
+    """Any other Gymnasium env (``env``: ``envs.gym.GymEnv``, resolved and checked from
+    ``--env`` / ``--env-config``): a 1-D Box observation goes to an MLP of ``hiddens`` as it is,
+    any other observation through ``flatten_observations`` (one-hot for Discrete) to the same
+    MLP; an ALE id takes Pong's recipe (ale-py's C++ vector env, 42x42 frames, RLlib's small
+    Atari net, rewards clipped for training). Greedy evaluation plays its ``--eval-episodes``
+    side by side in one vector env (one forward pass for all of them, not one per episode)."""
+    config = _common(config, args).environment(args.env, env_config=dict(args.env_config))
+    config.evaluation(
+        evaluation_config=AlgorithmConfig.overrides(
+            explore=False, num_envs_per_env_runner=args.eval_episodes
+        )
+    )
+    if env.kind == "atari":
+        from envs.pong import PONG_DEFAULTS as ENV_DEFAULTS
+
+        config.environment(clip_rewards=True)
+        config.env_runners(gym_env_vectorize_mode="vector_entry_point")
+        dim = {**ENV_DEFAULTS, **args.env_config}["dim"]
+        return config.rl_module(model_config=DefaultModelConfig(**pong_model(dim)))
+    if not env.vector_observations:
+        config.env_runners(env_to_module_connector=flatten_observations)
+    model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
+    return config.rl_module(model_config=model)
 
 
 # RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), a third of the

@@ -1,0 +1,284 @@
+"""Any Gymnasium env: the four algorithms' generic tuned defaults and search spaces, side by side.
+
+rl-baselines3-zoo keeps one hyperparameter file per algorithm, keyed by env id, with a default
+for everything else; this is that "everything else" for DQN, Ape-X, IMPALA and APPO, as data:
+``TUNED[algo]`` (the config the sweep's first trial and the benchmark run), ``SAMPLERS[algo]``
+(its Optuna search space around those values), and what each algorithm can take
+(``ACTION_SPACES``, checked by :func:`check` before Ray starts). ``sweeps/<algo>_gym.py`` builds
+the config from these and states nothing else.
+
+The defaults are tuned on ``CartPole-v1`` on a 2-core machine, one trial at a time: small MLPs
+(64x64), one env runner, short fragments and frequent weight broadcasts, so that the fastest of
+the four reaches CartPole's 475 (greedy) within 30 s of training; ``results/cartpole/REPORT.md``
+has the measured times and the command. They are a starting point for any other env: sweep it.
+
+Observations: a 1-D Box as it is, other spaces flattened (Discrete one-hot), ``ALE/...`` ids
+with Pong's Atari recipe (``sweeps/harness/workloads.py``). Actions: Discrete for all four;
+Box and MultiDiscrete for IMPALA and APPO only (RLlib's DQN has no continuous-action head).
+
+A game that needs FIRE after each lost life (Breakout) can stall a greedy evaluation episode
+until ALE's 108,000-frame cap (the frames have FIRE at reset only, as Pong's); judge such a game by
+the training return (``--eval-interval 0``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import gymnasium as gym
+
+# What each algorithm's action head takes.
+ACTION_SPACES: dict[str, tuple[type, ...]] = {
+    "dqn": (gym.spaces.Discrete,),
+    "apex": (gym.spaces.Discrete,),
+    "impala": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
+    "appo": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
+}
+# Observation spaces RLlib's FlattenObservations turns into one vector (or an ALE frame stack).
+OBSERVATION_SPACES: tuple[type, ...] = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.Dict,
+    gym.spaces.Tuple,
+)
+NAMES = {"dqn": "DQN", "apex": "Ape-X", "impala": "IMPALA", "appo": "APPO"}
+
+
+def _fits(space: gym.Space, kinds: tuple[type, ...]) -> bool:
+    if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple):
+        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+        return all(_fits(part, kinds) for part in parts)
+    return isinstance(space, kinds)
+
+
+def check(algos: str | list[str], env: Any) -> None:
+    """A ``ValueError`` (one line: why, and which algorithms fit) when one of ``algos`` cannot
+    take ``env``'s (``envs.gym.GymEnv``) observation or action space."""
+    algos = [algos] if isinstance(algos, str) else list(algos)
+    if not _fits(env.observation_space, OBSERVATION_SPACES):
+        raise ValueError(
+            f"--env {env.name}: observation space {env.observation_space} cannot be fed to a "
+            "network (Box, Discrete, MultiDiscrete, MultiBinary, or a Dict/Tuple of them)"
+        )
+    refused = [a for a in algos if not isinstance(env.action_space, ACTION_SPACES[a])]
+    if not refused:
+        return
+    discrete_only = all(ACTION_SPACES[a] == (gym.spaces.Discrete,) for a in refused)
+    names = " and ".join(NAMES[a] for a in refused)
+    need = "need" if len(refused) > 1 else "needs"
+    why = (
+        f"{names} {need} Discrete actions"
+        if discrete_only
+        else f"{names} take(s) Discrete, MultiDiscrete or Box actions only"
+    )
+    fit = algos_that_fit(env)
+    raise ValueError(
+        f"--env {env.name} has a {type(env.action_space).__name__} action space "
+        f"({env.action_space}): {why}; "
+        + (
+            f"algorithms that fit: {', '.join(NAMES[a] for a in fit)} (--algos {','.join(fit)})"
+            if fit
+            else "none of the four algorithms fits"
+        )
+    )
+
+
+def algos_that_fit(env: Any) -> list[str]:
+    return [a for a, kinds in ACTION_SPACES.items() if isinstance(env.action_space, kinds)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Tuned defaults, per algorithm (training settings; env-runner settings in RUNNERS)
+# ------------------------------------------------------------------------------------------------
+
+# Rainbow's extensions RLlib's DQN implements (as sweeps/dqn_family.py).
+_DQN_EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}
+
+TUNED: dict[str, dict[str, Any]] = {
+    "dqn": {
+        **_DQN_EXTENSIONS,
+        "lr": 1e-3,
+        "gamma": 0.99,
+        "train_batch_size": 64,
+        "target_network_update_freq": 500,
+        "num_steps_sampled_before_learning_starts": 1000,
+        "training_intensity": 8.0,
+        "epsilon": [(0, 1.0), (10_000, 0.02)],
+        "replay_buffer_config": {
+            "type": "PrioritizedEpisodeReplayBuffer",
+            "capacity": 50_000,
+            "alpha": 0.6,
+            "beta": 0.4,
+        },
+    },
+    "apex": {
+        **_DQN_EXTENSIONS,
+        "lr": 1e-3,
+        "gamma": 0.99,
+        "train_batch_size": 64,
+        "target_network_update_freq": 2000,
+        "num_steps_sampled_before_learning_starts": 1000,
+        "training_intensity": 8.0,
+        "epsilon": 0.4,
+        "replay_buffer_config": {"capacity": 50_000},
+    },
+    "impala": {
+        "lr": 1e-3,
+        "gamma": 0.99,
+        "train_batch_size_per_learner": 500,
+        "entropy_coeff": 0.01,
+        "vf_loss_coeff": 0.5,
+        "grad_clip": 40.0,
+        "timeout_s_sampler_manager": 0.05,
+        "broadcast_interval": 1,
+    },
+    "appo": {
+        "lr": 1e-3,
+        "gamma": 0.99,
+        "train_batch_size_per_learner": 500,
+        "entropy_coeff": 0.0,
+        "vf_loss_coeff": 0.5,
+        "grad_clip": 40.0,
+        "timeout_s_sampler_manager": 0.05,
+        "broadcast_interval": 1,
+        "clip_param": 0.3,
+        # Each batch trained on 8 times (RLlib's default 2) ...
+        "circular_buffer_iterations_per_batch": 8,
+        # ... and the target policy (which APPO's clip is taken against) synced every
+        # 0.0625 x 8 batches x 8 iterations x 500 = 2,000 trained env steps. RLlib's default 2
+        # (with 8 iterations: every 64,000) held the policy near uniform for 100k+ env steps on
+        # CartPole (1/3 seeds at 475 greedy within 120k env steps; with this 3/3 within 41k).
+        "target_network_update_freq": 0.0625,
+    },
+}
+
+# Env-runner settings per algorithm (rollout fragment; the runner count and envs per runner are
+# flags, DEFAULTS below).
+FRAGMENT: dict[str, int] = {"dqn": 32, "apex": 32, "impala": 50, "appo": 50}
+HIDDENS: tuple[int, ...] = (64, 64)
+
+
+def make_config(algo: str, args: argparse.Namespace) -> Any:
+    """The algorithm's config with its generic tuned defaults on ``--env`` (checked: a
+    ``ValueError`` when the env cannot be built or the algorithm cannot take its spaces)."""
+    from envs.gym import resolve
+    from sweeps.harness import workloads
+
+    env = resolve(args.env, args.env_config)
+    check(algo, env)
+    if algo == "dqn":
+        from ray.rllib.algorithms.dqn import DQNConfig
+
+        config = DQNConfig()
+    elif algo == "apex":
+        from sweeps.algorithms.apex import ApexDQNConfig
+
+        config = ApexDQNConfig().apex(
+            num_replay_buffer_shards=1,
+            max_weight_sync_delay=256,
+            replay_batches_per_request=4,
+            max_requests_in_flight_per_replay_shard=2,
+            sgd_steps_per_learner_call=4,
+        )
+    elif algo == "impala":
+        from ray.rllib.algorithms.impala import IMPALAConfig
+
+        config = IMPALAConfig()
+    else:
+        from ray.rllib.algorithms.appo import APPOConfig
+
+        config = APPOConfig()
+    config.training(**TUNED[algo])
+    config.env_runners(rollout_fragment_length=FRAGMENT[algo])
+    config.reporting(min_time_s_per_iteration=1, min_sample_timesteps_per_iteration=0)
+    return workloads.gym(config, args, env, hiddens=HIDDENS)
+
+
+# ------------------------------------------------------------------------------------------------
+# Search spaces, per algorithm (zoo-style samplers returning real config values)
+# ------------------------------------------------------------------------------------------------
+
+
+def _sample_dqn_common(trial: Any) -> dict[str, Any]:
+    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.1, log=True)
+    return {
+        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
+        "gamma": 1.0 - one_minus_gamma,
+        "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
+        "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
+        "target_network_update_freq": trial.suggest_int("hp/target_update", 100, 5000, log=True),
+        "training_intensity": trial.suggest_categorical("hp/training_intensity", [2, 4, 8, 16]),
+    }
+
+
+def sample_dqn(trial: Any) -> dict[str, Any]:
+    eps_steps = trial.suggest_int("hp/epsilon_decay_steps", 2000, 50_000, log=True)
+    eps_final = trial.suggest_float("hp/epsilon_final", 0.01, 0.1, log=True)
+    return {**_sample_dqn_common(trial), "epsilon": [(0, 1.0), (eps_steps, eps_final)]}
+
+
+def sample_apex(trial: Any) -> dict[str, Any]:
+    return {
+        **_sample_dqn_common(trial),
+        "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.3, 0.9),
+    }
+
+
+def _sample_vtrace(trial: Any) -> dict[str, Any]:
+    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.1, log=True)
+    return {
+        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
+        "gamma": 1.0 - one_minus_gamma,
+        "entropy_coeff": trial.suggest_categorical("hp/entropy_coeff", [0.0, 0.001, 0.01]),
+        "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", 0.1, 1.0, log=True),
+        "rollout_fragment_length": trial.suggest_int("hp/fragment", 16, 128, log=True),
+        "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 128, 2048, log=True),
+        "grad_clip": trial.suggest_categorical("hp/grad_clip", [10.0, 40.0, 100.0]),
+    }
+
+
+def sample_impala(trial: Any) -> dict[str, Any]:
+    return _sample_vtrace(trial)
+
+
+def sample_appo(trial: Any) -> dict[str, Any]:
+    """The V-trace space plus APPO's clip, replay of each batch and target-network period (in
+    units of N x K x train batch trained env steps: RLlib 2.60's APPOLearner; the paper
+    suggests 0.125 to 4)."""
+    return {
+        **_sample_vtrace(trial),
+        "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
+        "circular_buffer_iterations_per_batch": trial.suggest_categorical(
+            "hp/iterations_per_batch", [2, 4, 8]
+        ),
+        "target_network_update_freq": trial.suggest_float("hp/target_update", 0.03, 2.0, log=True),
+    }
+
+
+SAMPLERS = {"dqn": sample_dqn, "apex": sample_apex, "impala": sample_impala, "appo": sample_appo}
+
+# ------------------------------------------------------------------------------------------------
+# Sweep defaults (a sweep's budget; the benchmark sets its own)
+# ------------------------------------------------------------------------------------------------
+
+# 8 trials, ASHA rungs at 20k, 60k and 180k env steps (max 200k), at most 15 minutes, one env
+# runner of 8 envs per trial; greedy evaluation of 10 episodes every iteration (played side by
+# side: CartPole's 10 greedy episodes take well under a second).
+DEFAULTS: dict[str, Any] = {
+    "env": "CartPole-v1",
+    "env_config": {},
+    "target": None,
+    "num_samples": 8,
+    "stop_timesteps": 200_000,
+    "grace_period": 20_000,
+    "reduction_factor": 3,
+    "time_budget_s": 900.0,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 8,
+    "eval_interval": 1,
+    "eval_episodes": 10,
+}
+SMOKE: dict[str, Any] = {"num_samples": 1, "stop_timesteps": 500, "eval_episodes": 2}
