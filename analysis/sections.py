@@ -180,8 +180,8 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
 
 def _references_note(references: pd.DataFrame | None) -> list[str]:
     """How the reference rows were measured (``analysis.report.reference_returns``)."""
-    if references is None or references.empty or "episodes" not in references:
-        return []
+    if references is None or references.empty or "exact_optimum" not in references:
+        return []  # none, or a random policy measured by the runs (its row says so)
     r = references.iloc[0]
     return [
         f"Reference rows: each policy played on the held-out episodes ({int(r['episodes'])} "
