@@ -161,6 +161,7 @@ def search(
     if args.resume:
         # The same config and param space as the first start (rebuilt from the recorded args);
         # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
+        storage.repair_journal(args.optuna_storage)  # a record half-written by a killed driver
         try:
             tuner = tune.Tuner.restore(
                 experiment,
@@ -245,6 +246,10 @@ def search(
                 ),
                 recovery.FailureLog(),
                 recovery.InterruptWatch(),
+                # Tune's result.json / progress.csv loggers, trimmed to the checkpoint a trial
+                # restarts from: no (trial, iteration) row written twice.
+                recovery.ResultJsonLogger(),
+                recovery.ProgressCsvLogger(),
                 WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
             ],
             checkpoint_config=tune.CheckpointConfig(
@@ -299,6 +304,14 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         record["status"] = "interrupted"
     else:
         record["status"] = "failed" if errors else "finished"
+        try:
+            stale = recovery.close_stale_study_trials(args.optuna_storage, args.name)
+        except Exception as e:  # a database that stopped answering: say so, finish anyway
+            stale = 0
+            print(f"[sweep] Optuna study not checked for stale trials: {error_line(str(e))}")
+        if stale:
+            record["optuna_stale_trials_failed"] = stale
+            print(f"[sweep] Optuna: {stale} trial(s) left RUNNING by a killed driver marked FAIL")
     write_record(storage.join(experiment, RECORD_FILE), record)
 
     print()

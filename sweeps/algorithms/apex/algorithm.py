@@ -44,6 +44,11 @@ from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X 
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
 SAMPLE_TAG = "apex_sample"
+# A replay shard whose process dies (killed, out of memory) is restarted by Ray, empty, behind
+# the same handle: its contents are lost (they are never checkpointed), the trial goes on, and
+# its restarts and the requests lost with it are counted (``apex/replay_shard_restarts``,
+# ``apex/replay_shard_failures``). -1: no limit.
+SHARD_MAX_RESTARTS = -1
 
 
 def in_flight_refs(env_runner_group: Any, tag: str) -> list[ray.ObjectRef]:
@@ -82,7 +87,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         # The replay shards start (and answer) before RLlib's setup, which ends with the
         # `on_algorithm_init` callback: everything built here is start-up, never training
         # time (a shard actor's worker process takes seconds to boot on a busy machine).
-        shard_cls = ray.remote(num_cpus=config.replay_shard_num_cpus)(ApexReplayShard)
+        shard_cls = ray.remote(
+            num_cpus=config.replay_shard_num_cpus, max_restarts=SHARD_MAX_RESTARTS
+        )(ApexReplayShard)
         buffer_cls = config.replay_shard_buffer_class()
         self._shards = [
             shard_cls.options(name=None).remote(buffer_cls, config.replay_shard_buffer_kwargs(i))
@@ -125,6 +132,8 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._runner_timing: dict[str, float] = defaultdict(float)
         self._num_sample_results = 0
         self._replay_add_errors = 0
+        self._replay_shard_failures = 0  # replay/stats requests lost to a shard that died
+        self._replay_shard_restarts = 0  # shards seen answering from a new process
         self._in_flight_at_update: list[int] = []
         self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
         self._stats_reqs: list[ray.ObjectRef] | None = None
@@ -379,7 +388,10 @@ class ApexDQN(ApexMetricsMixin, DQN):
             if ready is not None and ref not in ready:
                 remaining.append((shard_index, ref))
                 continue
-            self._batch_queue.extend((shard_index, b) for b in ray.get(ref))
+            try:
+                self._batch_queue.extend((shard_index, b) for b in ray.get(ref))
+            except ray.exceptions.RayActorError:  # the shard died; Ray restarts it, empty
+                self._replay_shard_failures += 1
         self._replay_reqs = remaining
 
     def _train_from_queue(self) -> None:
