@@ -1,8 +1,9 @@
 """Fault injection: kill a sweep at random moments drawn from a seed, then check what survived.
 
-Three kinds of fault, each on a real sweep run in a subprocess (its own process group, its own
-local Ray instance, so that killing the group kills every Ray process of that sweep and nothing
-else on the machine):
+Three kinds of fault, each on a real sweep run in a subprocess (its own process group and its own
+local Ray instance; Ray's workers run in sessions of their own and are found by the raylet they
+belong to, so that the harness kills the processes of that sweep and nothing else on the machine,
+and cleans up what a SIGKILL left before it resumes):
 
 * ``driver``: SIGKILL of the sweep's whole process group, SIGINT to the group (a terminal's
   Ctrl-C) or SIGTERM to the driver (``kill PID``), chosen at random at random times; each fault is
@@ -104,37 +105,71 @@ def start_sweep(sweep: str, argv: list[str], log: Path) -> subprocess.Popen:
         )
 
 
-def group_processes(pgid: int) -> list[tuple[int, str]]:
-    """(pid, title) of the live processes in process group ``pgid`` (Ray's workers show their
-    actor as title, e.g. ``ray::SingleAgentEnvRunner.sample()``); zombies left out."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
-            if int(fields[2]) != pgid or fields[0] == "Z":
+class SweepProcesses:
+    """The processes of one sweep: its process group (the driver and the Ray instance it
+    started: GCS, raylet, agents) and Ray's workers, which run in sessions of their own and are
+    known by the ``RAY_RAYLET_PID`` in their environment. Raylets are remembered while alive, so
+    that their workers are still found once a SIGKILL took the group down."""
+
+    def __init__(self, pgid: int) -> None:
+        self.pgid = pgid
+        self.raylets: set[int] = set()
+
+    def list(self) -> list[tuple[int, str]]:
+        """(pid, title) of the live processes of the sweep (Ray's workers show their actor as
+        title, e.g. ``ray::SingleAgentEnvRunner.sample()``); zombies left out."""
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
                 continue
-            title = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
-        except (OSError, ValueError, IndexError):
-            continue
-        found.append((int(entry), title.decode(errors="replace").strip()))
-    return found
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, ...
+                if fields[0] == "Z":
+                    continue
+                title = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+                title = title.decode(errors="replace").strip()
+                if int(fields[2]) == self.pgid:
+                    if "/raylet/raylet " in title:
+                        self.raylets.add(int(entry))
+                elif not title.startswith("ray::") or self._raylet_of(entry) not in self.raylets:
+                    continue
+            except (OSError, ValueError, IndexError):
+                continue
+            found.append((int(entry), title))
+        return found
 
+    @staticmethod
+    def _raylet_of(pid: str) -> int | None:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        for item in environ:
+            if item.startswith(b"RAY_RAYLET_PID="):
+                return int(item.split(b"=", 1)[1])
+        return None
 
-def reap_group(pgid: int, timeout_s: float = 30.0) -> int:
-    """SIGKILL whatever is left in process group ``pgid`` (Ray processes of a killed sweep) and
-    wait until none is alive; returns how many were left."""
-    left = group_processes(pgid)
-    deadline = time.monotonic() + timeout_s
-    while group_processes(pgid) and time.monotonic() < deadline:
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            break
-        time.sleep(0.2)
-    return len(left)
+    def reap(self, timeout_s: float = 30.0) -> int:
+        """SIGKILL whatever is left of the sweep and wait until none is alive; returns how many
+        processes were left."""
+        left = self.list()
+        deadline = time.monotonic() + timeout_s
+        while (alive := self.list()) and time.monotonic() < deadline:
+            for pid, _ in alive:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+        return len(left)
+
+    def watch(self, proc: subprocess.Popen, timeout_s: float) -> int | None:
+        """Wait up to ``timeout_s`` for the driver to exit, noting the sweep's raylets."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            self.list()
+            rc = _wait(proc, min(0.5, max(deadline - time.monotonic(), 0.01)))
+            if rc is not None:
+                return rc
+        return proc.poll()
 
 
 def _wait(proc: subprocess.Popen, timeout_s: float) -> int | None:
@@ -188,15 +223,16 @@ def drive_with_interruptions(
         log = log_dir / f"segment-{len(segments) + 1}.log"
         started = time.monotonic()
         proc = start_sweep(sweep, argv, log)
+        processes = SweepProcesses(proc.pid)
         fault = delay = None
         hung = False
         if injected < faults:
             delay, fault = rng.uniform(*delay_s), rng.choice(SIGNALS)
-            rc = _wait(proc, delay)
+            rc = processes.watch(proc, delay)
             if rc is None:
                 send_fault(proc, fault)
                 injected += 1
-                rc = _wait(proc, stop_wait_s)
+                rc = processes.watch(proc, stop_wait_s)
                 if rc is None:  # a graceful stop that did not stop: counted, then killed
                     hung = True
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -204,12 +240,12 @@ def drive_with_interruptions(
             else:
                 fault = delay = None  # the sweep ended before the fault was due
         else:
-            rc = _wait(proc, segment_timeout_s)
+            rc = processes.watch(proc, segment_timeout_s)
             if rc is None:
                 hung = True
                 os.killpg(proc.pid, signal.SIGKILL)
                 rc = proc.wait()
-        left = reap_group(proc.pid)
+        left = processes.reap()
         segment = {
             "argv": argv,
             "rc": rc,
@@ -256,11 +292,12 @@ def run_with_kills(
     is alive (the first one, or its restarted successor), wait a random delay and SIGKILL it."""
     t0 = time.monotonic()
     proc = start_sweep(sweep, argv, log)
+    processes = SweepProcesses(proc.pid)
     killed: list[dict[str, Any]] = []
     due: float | None = None
     while proc.poll() is None and len(killed) < kills and time.monotonic() - t0 < timeout_s:
         done = {k["pid"] for k in killed}
-        targets = [p for p, t in group_processes(proc.pid) if t.startswith(title) and p not in done]
+        targets = [p for p, t in processes.list() if t.startswith(title) and p not in done]
         if not targets:
             due = None
         elif due is None:
@@ -274,7 +311,7 @@ def run_with_kills(
                 pass
             due = None
         time.sleep(0.2)
-    rc = _wait(proc, max(timeout_s - (time.monotonic() - t0), 1.0))
+    rc = processes.watch(proc, max(timeout_s - (time.monotonic() - t0), 1.0))
     if rc is None:
         os.killpg(proc.pid, signal.SIGKILL)
         rc = proc.wait()
@@ -282,7 +319,7 @@ def run_with_kills(
         "rc": rc,
         "kills": killed,
         "wall_s": round(time.monotonic() - t0, 2),
-        "processes_left": reap_group(proc.pid),
+        "processes_left": processes.reap(),
         "log": str(log),
     }
 
@@ -532,8 +569,10 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
             name = f"seed{seed}-baseline"
             t0 = time.monotonic()
             proc = start_sweep(args.sweep, [*base, *_where(out, name)], out / f"{name}.log")
-            entry["baseline"] = {"rc": proc.wait(), "wall_s": round(time.monotonic() - t0, 2)}
-            reap_group(proc.pid)
+            processes = SweepProcesses(proc.pid)
+            rc = processes.watch(proc, 3600.0)
+            entry["baseline"] = {"rc": rc, "wall_s": round(time.monotonic() - t0, 2)}
+            processes.reap()
             entry["baseline"]["check"] = check_sweep(out / name)
         name = f"seed{seed}-faults"
         entry["faulty"] = drive_with_interruptions(

@@ -134,6 +134,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._replay_add_errors = 0
         self._replay_shard_failures = 0  # replay/stats requests lost to a shard that died
         self._replay_shard_restarts = 0  # shards seen answering from a new process
+        self._steps_not_owed = 0.0  # env steps the learner was let off (lost with a shard)
         self._in_flight_at_update: list[int] = []
         self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
         self._stats_reqs: list[ray.ObjectRef] | None = None
@@ -327,7 +328,24 @@ class ApexDQN(ApexMetricsMixin, DQN):
         ``num_steps_sampled_before_learning_starts`` only fill the buffer, so the replay
         ratio counts from there (from step 0 the learner would start 50k steps x ratio in
         debt on Pong, and runners would wait for minutes until it paid)."""
-        return max(self._sampled - self.config.num_steps_sampled_before_learning_starts, 0)
+        warm_up = self.config.num_steps_sampled_before_learning_starts
+        return max(self._sampled - warm_up - self._steps_not_owed, 0)
+
+    def _on_shard_restart(self, shard_index: int) -> None:
+        """Replay shard ``shard_index`` came back empty (its process died; Ray restarted it):
+        what it held is lost. The learner no longer owes training for the steps sampled so far
+        (it cannot replay them), and sampling goes on without waiting for it until the shard
+        holds its share of the warm-up again; otherwise runners wait for a learner that waits
+        for data, for ever."""
+        self._shard_steps[shard_index] = 0
+        if not self._learning_started():
+            return
+        intensity = self.config.training_intensity
+        warm_up = self.config.num_steps_sampled_before_learning_starts
+        paid = self._trained / intensity if intensity else self._sampled_since_learning_started()
+        self._steps_not_owed += (
+            self._sampled_since_learning_started() - paid + warm_up / len(self._shards)
+        )
 
     def _updates_due(self) -> float:
         """Learner updates allowed now by ``training_intensity`` (inf when uncapped)."""

@@ -41,6 +41,7 @@ class ApexMetricsMixin:
             pid = stats.get("pid") if stats else None
             if pid is not None and pids.get(i, pid) != pid:
                 self._replay_shard_restarts += 1
+                self._on_shard_restart(i)
             if pid is not None:
                 pids[i] = pid
         self._shard_pids = pids
