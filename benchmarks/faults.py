@@ -54,6 +54,7 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import functools
 import json
 import math
 import os
@@ -79,8 +80,16 @@ RUNNER_TITLE = "ray::SingleAgentEnvRunner"
 SHARD_TITLE = "ray::ApexReplayShard"
 TARGET = 2500.0  # the cab env's greedy target (envs.optimum.targets: its greedy policy's return)
 MAIN_JOB_ARGS = "--num-samples 3 --stop-timesteps 10000"  # the main job at a reduced budget
-RUNNER_BUDGET = {"dqn": 40_000, "apex": 20_000, "impala": 250_000, "appo": 150_000}
+# Env steps of a one-trial run with process kills: past the fault-free steps to a greedy 2,500
+# (results/cabs/REPORT.md), with room for the kills.
+RUNNER_BUDGET = {"dqn": 40_000, "apex": 30_000, "impala": 400_000, "appo": 300_000}
 SUMMARY = "summary.json"
+# What counts a process kill in the results (summed over a trial's restores by check_sweep).
+COUNTED = {"runners": "env_runner_restarts", "shard": "replay_shard_restarts"}
+COUNTER_KEY = {
+    "runners": ("fault_tolerance", "num_remote_worker_restarts"),  # RLlib's, per algorithm
+    "shard": ("apex", "replay_shard_restarts"),
+}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -286,16 +295,34 @@ def run_with_kills(
     kills: int,
     delay_s: tuple[float, float],
     log: Path,
+    counted: Any = None,
     timeout_s: float = 1200.0,
 ) -> dict[str, Any]:
     """Run ``sweep``; ``kills`` times, once a process titled ``title`` that was not killed yet
-    is alive (the first one, or its restarted successor), wait a random delay and SIGKILL it."""
+    is alive (the first one, or its restarted successor) and the trial has counted the
+    restarts so far (``counted()``, when given: a process killed again before the trial saw it
+    back would be two kills for one restart), wait a random delay and SIGKILL it. Each kill
+    notes how long the trial took to count its restart (``recovered_after_s``)."""
     t0 = time.monotonic()
     proc = start_sweep(sweep, argv, log)
     processes = SweepProcesses(proc.pid)
     killed: list[dict[str, Any]] = []
     due: float | None = None
-    while proc.poll() is None and len(killed) < kills and time.monotonic() - t0 < timeout_s:
+
+    def recovered() -> bool:
+        if counted is None or not killed or "recovered_after_s" in killed[-1]:
+            return True
+        if counted() < len(killed):
+            return False
+        killed[-1]["recovered_after_s"] = round(time.monotonic() - t0 - killed[-1]["at_s"], 2)
+        return True
+
+    while proc.poll() is None and time.monotonic() - t0 < timeout_s:
+        if not recovered():
+            time.sleep(0.5)
+            continue
+        if len(killed) >= kills:
+            break
         done = {k["pid"] for k in killed}
         targets = [p for p, t in processes.list() if t.startswith(title) and p not in done]
         if not targets:
@@ -322,6 +349,17 @@ def run_with_kills(
         "processes_left": processes.reap(),
         "log": str(log),
     }
+
+
+def latest_count(folder: Path, key: tuple[str, ...]) -> int:
+    """The highest value of ``key`` any trial of the sweep in ``folder`` reported so far."""
+    from sweeps.harness import keys
+
+    best = 0
+    for result in folder.glob("*/result.json"):
+        for row in _json_lines(result)[0]:
+            best = max(best, int(keys.get(row, key, 0) or 0))
+    return best
 
 
 # ------------------------------------------------------------------------------------------------
@@ -445,10 +483,8 @@ def check_sweep(folder: Path) -> dict[str, Any]:
         dup, miss = _iteration_faults(iterations)
         csv_iterations, shifted = _csv_iterations(d / "progress.csv")
         csv_dup, csv_miss = _iteration_faults(csv_iterations)
-        restarts = [
-            keys.get(r, ("fault_tolerance", "num_remote_worker_restarts"), 0) or 0 for r in rows
-        ]
-        shard = [keys.get(r, ("apex", "replay_shard_restarts"), 0) or 0 for r in rows]
+        restarts = [keys.get(r, COUNTER_KEY["runners"], 0) or 0 for r in rows]
+        shard = [keys.get(r, COUNTER_KEY["shard"], 0) or 0 for r in rows]
         lost = [keys.get(r, ("apex", "replay_shard_failures"), 0) or 0 for r in rows]
         trials[trial_id] = {
             "iterations": max(iterations, default=0),
@@ -635,9 +671,14 @@ def process_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, An
                 kills=args.kills if label == "faulty" else 0,
                 delay_s=args.delay_s,
                 log=out / f"{name}.log",
+                counted=functools.partial(latest_count, out / name, COUNTER_KEY[args.kind]),
             )
-            result["check"] = check_sweep(out / name)
+            result["check"] = check = check_sweep(out / name)
             result["steps_to_target"] = steps_to_target(out / name)
+            counted = check.get(COUNTED[args.kind], 0)
+            if label == "faulty" and counted != len(result["kills"]):
+                check["ok"] = False
+                check["problems"].append(f"{len(result['kills'])} kills, {counted} counted")
             entry[label] = result
         faulty = entry["faulty"]
         if "baseline" in entry:
@@ -772,24 +813,45 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
 def _process_table(kind: str, runs: list[dict[str, Any]]) -> list[str]:
     what = "env-runner restarts counted" if kind == "runners" else "shard restarts counted"
     rows = [
-        f"| algo | kills | {what} | Tune retries | trial finished | env steps to greedy "
-        f"{TARGET:,.0f} faulty / fault-free | ratio | wall faulty / fault-free | checks |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        f"| algo | kills | {what} | back after (s, median) | Tune retries | trial finished | "
+        f"env steps to greedy {TARGET:,.0f} faulty / fault-free | ratio | "
+        "wall faulty / fault-free | checks |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in runs:
         f, c = r["faulty"], r["faulty"]["check"]
         b = r.get("baseline", {})
         counted = c.get("env_runner_restarts" if kind == "runners" else "replay_shard_restarts")
+        back = [k["recovered_after_s"] for k in f["kills"] if "recovered_after_s" in k]
         rows.append(
-            f"| {r['algo']} | {len(f['kills'])} | {counted} | {c.get('tune_retries')} | "
+            f"| {r['algo']} | {len(f['kills'])} | {counted} | "
+            f"{f'{_median(back):.1f}' if back else '-'} | {c.get('tune_retries')} | "
             f"{'yes' if f['rc'] == 0 and c.get('trials_in_tune_state') == 1 else 'no'} | "
-            f"{_steps(f.get('steps_to_target'))} / {_steps(b.get('steps_to_target'))} | "
+            f"{_steps(f.get('steps_to_target'))} / "
+            f"{_steps(b['steps_to_target']) if b else '-'} | "
             f"{r.get('steps_ratio', '-')} | {f['wall_s']:,.0f} s / "
             f"{'-' if not b else format(b['wall_s'], ',.0f') + ' s'} | "
             f"{'passed' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])} |"
         )
     rows.append("")
+    if kind == "shard":
+        rows += [_shard_outcome(runs), ""]
     return rows
+
+
+def _shard_outcome(runs: list[dict[str, Any]]) -> str:
+    """What a replay-shard kill did, in one sentence computed from the runs."""
+    kills = sum(len(r["faulty"]["kills"]) for r in runs)
+    restarts = sum(r["faulty"]["check"].get("replay_shard_restarts", 0) for r in runs)
+    retries = sum(r["faulty"]["check"].get("tune_retries", 0) for r in runs)
+    finished = all(r["faulty"]["rc"] == 0 for r in runs)
+    return (
+        f"{kills} replay-shard kills: {restarts} shard restarts counted (Ray restarts the "
+        f"shard actor, empty), {retries} trial retries from a checkpoint; the trial "
+        + ("finished" if finished else "did NOT finish")
+        + ". Lost with each kill: that shard's replay contents (never checkpointed); the "
+        "runners refill the shard's share of the warm-up before the learner trains on it again."
+    )
 
 
 def _steps(x: Any) -> str:
@@ -827,7 +889,8 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument(
             "--delay-s",
             type=_window,
-            default=(8.0, 40.0) if kind == "driver" else (1.0, 5.0),
+            # Process kills: after the trial counted the previous restart (run_with_kills).
+            default=(8.0, 40.0) if kind == "driver" else (1.0, 4.0),
             help="random delay before each fault, 'LO,HI' seconds (default: %(default)s)",
         )
     d = sub.choices["driver"]

@@ -126,7 +126,10 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
         # Trial processes' own logs (RLlib's warnings) stay in the sweep folder's Ray logs unless
         # --verbose: the terminal shows the progress table.
         ray.init(
-            address=args.address,
+            # No --address: a Ray instance of the sweep's own, as --help says (Ray's default,
+            # None, joins any cluster already running on the machine, e.g. another user's
+            # `ray start`); RAY_ADDRESS, when set, is Ray's as usual.
+            address=args.address or os.environ.get("RAY_ADDRESS") or "local",
             include_dashboard=False,
             logging_level="ERROR",
             log_to_driver=args.verbose,
