@@ -623,7 +623,12 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
         )
         entry["faulty"]["check"] = check_sweep(out / name)
         if "baseline" in entry:
-            entry["overhead"] = round(entry["faulty"]["wall_s"] / entry["baseline"]["wall_s"], 3)
+            faulty, base = entry["faulty"]["wall_s"], entry["baseline"]["wall_s"]
+            entry["overhead"] = round(faulty / base, 3)
+            # Budget-free: the seconds one interruption costs (start-up again, the work since
+            # the last checkpoint); a sweep of T seconds with n of them takes ~1 + n*s/T as long.
+            n = len(entry["faulty"]["faults"])
+            entry["s_per_fault"] = round((faulty - base) / n, 1) if n else None
         runs.append(entry)
         print(_driver_line(entry), flush=True)
     return runs
@@ -766,8 +771,8 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
     rows = [
         "| seed | faults (signal) | resumes | from scratch | trials done / expected | "
         "folders | rows dup. raw / collected | rows missing | study (RUNNING) | best | "
-        "wall faulty / fault-free | overhead | checks |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "wall faulty / fault-free | overhead | s per fault | checks |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     total = Counter()
     for r in runs:
@@ -791,18 +796,45 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
             f"{best.get('value', math.nan):,.0f} | {f['wall_s']:,.0f} s / "
             f"{'-' if base is None else f'{base:,.0f} s'} | "
             f"{r.get('overhead', '-')}{'x' if 'overhead' in r else ''} | "
+            f"{r.get('s_per_fault') if r.get('s_per_fault') is not None else '-'} | "
             f"{'passed' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])} |"
         )
     overheads = [r["overhead"] for r in runs if "overhead" in r]
+    per_fault = [
+        (r["faulty"]["wall_s"] - r["baseline"]["wall_s"]) / len(r["faulty"]["faults"])
+        for r in runs
+        if "baseline" in r and r["faulty"]["faults"]
+    ]
+    lost = sum(
+        max((r["faulty"]["check"].get("trials_expected") or 0)
+            - (r["faulty"]["check"].get("trials_in_tune_state") or 0), 0)
+        for r in runs
+    )  # fmt: skip
+    twice = sum(
+        r["faulty"]["check"].get("trial_folders", 0)
+        - r["faulty"]["check"].get("trials_in_tune_state", 0)
+        for r in runs
+    )
+    dup = sum(r["faulty"]["check"].get("collected_duplicated_rows", 0) for r in runs)
+    raw_dup = sum(r["faulty"]["check"].get("raw_duplicated_rows", 0) for r in runs)
+    missing = sum(
+        t["result_json"]["missing"]
+        for r in runs
+        for t in r["faulty"]["check"].get("trials", {}).values()
+    )
     n_faults = sum(total[k] for k in SIGNALS)
     rows += [
         "",
         f"{n_faults} driver interruptions ({', '.join(f'{k} {total[k]}' for k in SIGNALS)}) over "
-        f"{total['runs']} seeds; checks passed on {total['ok']} of {total['runs']}."
+        f"{total['runs']} seeds; checks passed on {total['ok']} of {total['runs']}: "
+        f"{lost} trials lost, {twice} run twice, {raw_dup} duplicated rows in result.json "
+        f"({dup} in the collected table), {missing} missing."
         + (
-            f" Overhead against the fault-free run of the same seed: median "
-            f"{_median(overheads):.2f}x, max {max(overheads):.2f}x (goal <= 1.5x)."
-            if overheads
+            f" Wall-clock against the fault-free run of the same seed: median "
+            f"{_median(overheads):.2f}x, max {max(overheads):.2f}x (goal <= 1.5x); one "
+            f"interruption costs a median {_median(per_fault):.0f} s (start-up again and the "
+            f"work since the last checkpoint), so n of them add about n x that to any sweep."
+            if overheads and per_fault
             else ""
         ),
         "",
