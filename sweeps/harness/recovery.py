@@ -167,9 +167,10 @@ def trim_result_json(path: Path, keep_through: int) -> int:
     for line in data.splitlines(keepends=True):
         try:
             row = json.loads(line) if line.endswith(b"\n") else None
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON (a torn write), or not UTF-8
             row = None
-        if isinstance(row, dict) and int(row.get("training_iteration", 0)) <= keep_through:
+        iteration = row.get("training_iteration") if isinstance(row, dict) else None
+        if isinstance(iteration, int | float) and iteration <= keep_through:
             kept.append(line)
         elif line.strip():
             dropped += 1
