@@ -170,11 +170,14 @@ class SweepProcesses:
             time.sleep(0.2)
         return len(left)
 
-    def watch(self, proc: subprocess.Popen, timeout_s: float) -> int | None:
-        """Wait up to ``timeout_s`` for the driver to exit, noting the sweep's raylets."""
+    def watch(self, proc: subprocess.Popen, timeout_s: float, until: Any = None) -> int | None:
+        """Wait up to ``timeout_s`` for the driver to exit (its exit code) or ``until()`` to be
+        true (None), noting the sweep's raylets meanwhile."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             self.list()
+            if until is not None and until():
+                return None
             rc = _wait(proc, min(0.5, max(deadline - time.monotonic(), 0.01)))
             if rc is not None:
                 return rc
@@ -209,6 +212,19 @@ def _has_tune_state(folder: Path) -> bool:
     return (folder / "tuner.pkl").is_file() and any(folder.glob("experiment_state-*.json"))
 
 
+def reported_since(folder: Path, since: float) -> bool:
+    """Whether a trial of the sweep in ``folder`` reported a result after ``since`` (Unix time):
+    the sweep is training, not starting up."""
+    for path in folder.glob("*/result.json"):
+        lines = _lines(path)
+        try:
+            if lines and json.loads(lines[-1]).get("timestamp", 0) >= int(since):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
 def drive_with_interruptions(
     sweep: str,
     first_argv: list[str],
@@ -218,36 +234,51 @@ def drive_with_interruptions(
     faults: int,
     delay_s: tuple[float, float],
     log_dir: Path,
+    startup_share: float = 0.2,
     stop_wait_s: float = 120.0,
     segment_timeout_s: float = 1800.0,
     study_file: Path | None = None,
 ) -> dict[str, Any]:
-    """Run ``sweep``; ``faults`` times, after a random delay, send a random signal of
-    ``SIGNALS``, clean up the group and continue with ``--resume <folder>``; then let it finish.
-    A fault that lands before Tune saved any state leaves nothing to resume: the folder (and the
-    study file) is removed and the sweep started again, and the segment says so."""
+    """Run ``sweep``; ``faults`` times send a random signal of ``SIGNALS``, clean up what is
+    left and continue with ``--resume <folder>``; then let it finish.
+
+    When a fault lands is drawn from ``rng``: with probability ``startup_share`` during start-up
+    (``delay_s`` after the segment starts, Ray and the trials coming up), otherwise during
+    training (``delay_s`` after the segment's first new result row, so that faults land
+    mid-trial however fast the machine is, and every segment makes some progress). A fault that
+    lands before Tune saved any state leaves nothing to resume: the folder (and the study file)
+    is removed and the sweep started again, and the segment says so."""
     segments: list[dict[str, Any]] = []
     argv, injected, t0 = list(first_argv), 0, time.monotonic()
     while len(segments) < 4 * faults + 4:
         log = log_dir / f"segment-{len(segments) + 1}.log"
         started = time.monotonic()
+        since = time.time()
         proc = start_sweep(sweep, argv, log)
         processes = SweepProcesses(proc.pid)
-        fault = delay = None
+        fault = delay = phase = None
         hung = False
         if injected < faults:
+            in_startup = rng.random() < startup_share
             delay, fault = rng.uniform(*delay_s), rng.choice(SIGNALS)
-            rc = processes.watch(proc, delay)
+            phase = "start-up" if in_startup else "training"
+            rc = None
+            if not in_startup:  # wait for this segment's first result row
+                progressed = functools.partial(reported_since, folder, since)
+                rc = processes.watch(proc, segment_timeout_s, until=progressed)
+            if rc is None:
+                rc = processes.watch(proc, delay)
             if rc is None:
                 send_fault(proc, fault)
                 injected += 1
+                delay = time.monotonic() - started  # when it landed, from the segment's start
                 rc = processes.watch(proc, stop_wait_s)
                 if rc is None:  # a graceful stop that did not stop: counted, then killed
                     hung = True
                     os.killpg(proc.pid, signal.SIGKILL)
                     rc = proc.wait()
             else:
-                fault = delay = None  # the sweep ended before the fault was due
+                fault = delay = phase = None  # the sweep ended before the fault was due
         else:
             rc = processes.watch(proc, segment_timeout_s)
             if rc is None:
@@ -261,6 +292,7 @@ def drive_with_interruptions(
             "wall_s": round(time.monotonic() - started, 2),
             "fault": fault,
             "fault_at_s": None if delay is None else round(delay, 2),
+            "fault_phase": phase,
             "hung": hung,
             "processes_left": left,
             "log": str(log),
@@ -590,7 +622,7 @@ def _seeds(text: str) -> list[int]:
 def _window(text: str) -> tuple[float, float]:
     lo, _, hi = text.partition(",")
     window = float(lo), float(hi or lo)
-    if not 0 < window[0] <= window[1]:
+    if not 0 <= window[0] <= window[1]:
         raise ValueError(text)
     return window
 
@@ -618,6 +650,7 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
             rng=rng,
             faults=args.faults,
             delay_s=args.delay_s,
+            startup_share=args.startup_share,
             log_dir=out / f"{name}-logs",
             study_file=out / f"{name}.journal",
         )
@@ -922,8 +955,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--delay-s",
             type=_window,
             # Process kills: after the trial counted the previous restart (run_with_kills).
-            default=(8.0, 40.0) if kind == "driver" else (1.0, 4.0),
-            help="random delay before each fault, 'LO,HI' seconds (default: %(default)s)",
+            default=(0.0, 10.0) if kind == "driver" else (1.0, 4.0),
+            help="random delay before each fault, 'LO,HI' seconds, after the first result of "
+            "the segment (driver; or after its start, see --startup-share) or after the "
+            "process is up and its last restart counted (default: %(default)s)",
         )
     d = sub.choices["driver"]
     d.add_argument("--sweep", default="apex_cabs", help="sweep file (default: %(default)s)")
@@ -934,6 +969,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     d.add_argument("--seeds", type=_seeds, default=[0], help="e.g. 0-9 or 0,3 (default: 0)")
     d.add_argument("--faults", type=int, default=5, help="interruptions per seed (default: 5)")
+    d.add_argument(
+        "--startup-share",
+        type=float,
+        default=0.2,
+        help="chance that an interruption lands during start-up rather than training "
+        "(default: %(default)s)",
+    )
     for kind in ("runners", "shard"):
         s = sub.choices[kind]
         s.add_argument("--seed", type=int, default=0, help="trial and fault seed (default: 0)")

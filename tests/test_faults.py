@@ -156,8 +156,9 @@ def path_storage(path: str):
 @pytest.mark.slow
 def test_sweep_survives_random_interruptions(tmp_path):
     """benchmarks/faults.py's driver faults on a tiny sweep (2 DQN trials of 4 iterations,
-    checkpoints every 2): SIGKILL of the process group, SIGINT, SIGTERM at random times (seed 2:
-    one of each), each followed by --resume from the path alone; then every check passes."""
+    checkpoints every 2): SIGKILL of the process group, SIGINT, SIGTERM at random moments (seed
+    10: a SIGTERM while training, a SIGINT during start-up, a SIGKILL while training), each
+    followed by --resume from the path alone; then every check passes."""
     faults = _faults_module()
     folder = tmp_path / "exp"
     argv = [
@@ -170,15 +171,15 @@ def test_sweep_survives_random_interruptions(tmp_path):
         "dqn_cabs",
         argv,
         folder,
-        rng=random.Random(2),
+        rng=random.Random(10),
         faults=3,
-        delay_s=(6.0, 18.0),
+        delay_s=(0.5, 3.0),
         log_dir=tmp_path / "logs",
         study_file=tmp_path / "exp.journal",
     )
     logs = "\n".join(Path(s["log"]).read_text()[-2000:] for s in run["segments"])
     assert run["rc"] == 0, logs
-    assert run["faults"], "no fault landed"
+    assert len(run["faults"]) >= 2, run["segments"]  # the last may find the sweep done
     assert all(s["processes_left"] == 0 or s["fault"] for s in run["segments"])
     check = faults.check_sweep(folder)
     assert check["ok"], (check["problems"], logs)
