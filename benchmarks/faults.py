@@ -111,7 +111,14 @@ def start_sweep(sweep: str, argv: list[str], log: Path) -> subprocess.Popen:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # Ctrl-C as in a terminal: a harness started in the background (`cmd &` in a
+            # script) has SIGINT ignored, and a child inherits that until it sets a handler.
+            preexec_fn=_default_sigint,
         )
+
+
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class SweepProcesses:
@@ -298,7 +305,10 @@ def drive_with_interruptions(
             "log": str(log),
         }
         segments.append(segment)
-        if rc == 0 and fault is None:
+        if rc == 0:  # finished (a fault that came too late, at the very end, did nothing)
+            if fault is not None:
+                segment["fault_without_effect"] = True
+                injected -= 1
             break
         if fault is None and not hung:  # the sweep failed by itself
             break
@@ -312,7 +322,7 @@ def drive_with_interruptions(
             argv = list(first_argv)
     return {
         "segments": segments,
-        "faults": [s["fault"] for s in segments if s["fault"]],
+        "faults": [s["fault"] for s in segments if s["fault"] and s["rc"] != 0],
         "wall_s": round(time.monotonic() - t0, 2),
         "rc": segments[-1]["rc"],
     }
