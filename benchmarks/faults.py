@@ -215,6 +215,14 @@ def send_fault(proc: subprocess.Popen, name: str) -> None:
 # ------------------------------------------------------------------------------------------------
 
 
+def _status(folder: Path) -> str | None:
+    """The run record's status ("running", "interrupted", "finished", "failed"), if readable."""
+    try:
+        return json.loads((folder / "run.json").read_text()).get("status")
+    except (OSError, ValueError):
+        return None
+
+
 def _has_tune_state(folder: Path) -> bool:
     return (folder / "tuner.pkl").is_file() and any(folder.glob("experiment_state-*.json"))
 
@@ -305,7 +313,9 @@ def drive_with_interruptions(
             "log": str(log),
         }
         segments.append(segment)
-        if rc == 0:  # finished (a fault that came too late, at the very end, did nothing)
+        if rc == 0 or _status(folder) == "finished":
+            # Finished: a fault that came at the very end (the results and the run record
+            # written, Ray shutting down) interrupted nothing.
             if fault is not None:
                 segment["fault_without_effect"] = True
                 injected -= 1
@@ -322,9 +332,9 @@ def drive_with_interruptions(
             argv = list(first_argv)
     return {
         "segments": segments,
-        "faults": [s["fault"] for s in segments if s["fault"] and s["rc"] != 0],
+        "faults": [s["fault"] for s in segments if s["fault"] and "fault_without_effect" not in s],
         "wall_s": round(time.monotonic() - t0, 2),
-        "rc": segments[-1]["rc"],
+        "rc": 0 if _status(folder) == "finished" else segments[-1]["rc"],
     }
 
 
