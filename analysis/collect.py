@@ -154,6 +154,9 @@ class Collection:
 
     runs: pd.DataFrame
     skipped: list[str] = field(default_factory=list)
+    # Trials whose result.json reported an iteration more than once (a restore from a checkpoint
+    # in a folder written before the runner trimmed it): the last report of each was kept.
+    deduped: list[str] = field(default_factory=list)
 
     def warning(self) -> str | None:
         """One warning line naming what was skipped, the first few by name (None when nothing
@@ -354,8 +357,9 @@ def _load(machine: Mapping[str, Any]) -> str:
     return " -> ".join("?" if v is None else f"{float(v):.1f}" for v in ends)
 
 
-def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Valid result lines (dicts with a training_iteration) and the number of corrupt ones."""
+def _read_results(path: Path) -> tuple[list[dict[str, Any]], int, int]:
+    """Valid result lines (dicts with a training_iteration), one per iteration (the last
+    report of each), the number of corrupt lines and of reports dropped as re-reported."""
     results: list[dict[str, Any]] = []
     corrupt = 0
     with path.open(encoding="utf-8", errors="replace") as f:
@@ -371,9 +375,11 @@ def _read_results(path: Path) -> tuple[list[dict[str, Any]], int]:
                 corrupt += 1
                 continue
             results.append(result)
-    # A restored trial re-reports iterations: keep the last report of each.
+    # A trial restored from a checkpoint reports the iterations after it again: keep the last
+    # report of each, so that no (trial, iteration) row is counted twice.
     by_iteration = {int(number(r["training_iteration"])): r for r in results}
-    return [by_iteration[i] for i in sorted(by_iteration)], corrupt
+    repeated = len(results) - len(by_iteration)
+    return [by_iteration[i] for i in sorted(by_iteration)], corrupt, repeated
 
 
 def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> dict[str, Any]:
@@ -432,8 +438,11 @@ def _trial_dirs(exp_dir: Path) -> list[Path]:
     return sorted(d for d in exp_dir.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))
 
 
-def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
-    """Rows (one per trial and iteration) of one experiment folder; appends what it skipped."""
+def read_experiment(
+    exp_dir: Path, skipped: list[str], deduped: list[str] | None = None
+) -> list[dict[str, Any]]:
+    """Rows (one per trial and iteration) of one experiment folder; appends what it skipped,
+    and the trials with iterations reported twice to ``deduped``."""
     try:
         info = _read_object(exp_dir / RUN_FILE)
     except (OSError, ValueError) as err:
@@ -466,9 +475,11 @@ def read_experiment(exp_dir: Path, skipped: list[str]) -> list[dict[str, Any]]:
         if not (trial_dir / RESULT_FILE).is_file():
             skipped.append(f"{where} (no {RESULT_FILE})")
             continue
-        results, corrupt = _read_results(trial_dir / RESULT_FILE)
+        results, corrupt, repeated = _read_results(trial_dir / RESULT_FILE)
         if corrupt:
             skipped.append(f"{where}/{RESULT_FILE} ({corrupt} corrupt line(s))")
+        if repeated and deduped is not None:
+            deduped.append(f"{where}: {repeated} iteration(s) reported twice, last report kept")
         if not results:
             skipped.append(f"{where} (no valid results)")
             continue
@@ -525,11 +536,12 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> Collection:
     lines are skipped and listed in ``Collection.skipped``. The table may be empty.
     """
     skipped: list[str] = []
+    deduped: list[str] = []
     rows: list[dict[str, Any]] = []
     for exp_dir in find_experiments(paths):
-        rows.extend(read_experiment(exp_dir, skipped))
+        rows.extend(read_experiment(exp_dir, skipped, deduped))
     frame = pd.DataFrame(rows, columns=None if rows else column_order([]))
-    return Collection(tidy(frame), skipped)
+    return Collection(tidy(frame), skipped, deduped)
 
 
 def gather(inputs: Sequence[str]) -> Collection:
@@ -544,7 +556,10 @@ def gather(inputs: Sequence[str]) -> Collection:
     collection = collect(dirs) if dirs else Collection(tidy(pd.DataFrame()), [])
     frames = [f for f in [collection.runs, *map(read_runs_csv, csvs)] if not f.empty]
     if frames:
-        collection.runs = tidy(pd.concat(frames, ignore_index=True))
+        runs = pd.concat(frames, ignore_index=True)
+        # The same experiment given twice (its folder and a table holding it): one row each.
+        keys = ["experiment", "trial_id", "training_iteration"]
+        collection.runs = tidy(runs.drop_duplicates(keys, keep="last"))
     collection.require_runs(inputs)
     if collection.warning():
         print(collection.warning(), file=sys.stderr)

@@ -191,6 +191,7 @@ def render_report(
     *,
     command: str,
     skipped: Sequence[str] = (),
+    deduped: Sequence[str] = (),
     references: pd.DataFrame | None = None,
     reference_note: str | None = None,
     generated_on: str | None = None,
@@ -248,7 +249,7 @@ def render_report(
         lines += sections.sweep_section(w.runs, savings, draw.sweeps(w, savings))
         lines += sections.asha_check_section(w.runs, asha.asha_check(w.runs))
 
-    lines += sections.reproducibility_section(runs, skipped)
+    lines += sections.reproducibility_section(runs, skipped, deduped)
     lines += [
         "## Appendix: secondary metrics",
         "",
@@ -293,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
         out,
         command=command,
         skipped=collection.skipped,
+        deduped=collection.deduped,
         references=references,
         reference_note=note,
     )

@@ -504,7 +504,9 @@ def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:
     return f"`{commit[:width]}`" + (" + uncommitted changes" if dirty else "")
 
 
-def reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[str]:
+def reproducibility_section(
+    runs: pd.DataFrame, skipped: Sequence[str], deduped: Sequence[str] = ()
+) -> list[str]:
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
     header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
@@ -555,6 +557,18 @@ def reproducibility_section(runs: pd.DataFrame, skipped: Sequence[str]) -> list[
     lines += ["### Git commits", ""] + [f"- {c}" for c in commits] + [""]
     if skipped:
         lines += ["### Skipped while collecting", ""] + [f"- {s}" for s in skipped] + [""]
+    if deduped:
+        lines += (
+            [
+                "### Rows reported twice",
+                "",
+                "A trial restored from a checkpoint reports the iterations after it again; each "
+                "(trial, iteration) is counted once, from its last report.",
+                "",
+            ]
+            + [f"- {d}" for d in deduped]
+            + [""]
+        )
     return lines
 
 

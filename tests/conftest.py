@@ -9,6 +9,11 @@ import pytest
 # Keep Ray quiet and local in tests; these machines have 2 cores.
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
+# A Ray instance of the tests' own: without an address, ray.init() (here and in the sweeps the
+# tests start) joins any cluster started on this machine (`ray start`, or a simulated cluster of
+# another test run), whose CPUs and GPUs are not the ones the tests expect. Tests that join a
+# cluster pass its address.
+os.environ.setdefault("RAY_ADDRESS", "local")
 
 
 @pytest.fixture(scope="session")

@@ -358,6 +358,31 @@ def test_collect_skips_broken_pieces_with_one_warning(tmp_path, capsys):
     assert len(pd.read_csv(out)) == 5
 
 
+def test_iterations_reported_twice_count_once_from_their_last_report(tmp_path):
+    """A trial restored from a checkpoint (in a folder written before the runner trimmed its
+    result.json) reports the iterations after it again: one row each, the last report, and the
+    collection (and so the report) says which trials."""
+    exp = write_experiment(tmp_path / "raw", "dqn_restored", [dict(returns=[10, 20, 30, 40])])
+    trial = sorted(p for p in exp.iterdir() if p.is_dir())[0]
+    lines = (trial / "result.json").read_text().splitlines()
+    again = [json.loads(line) for line in lines[2:]]  # iterations 3 and 4, after a restore
+    for row in again:
+        _put(row, keys.RETURN_MEAN, 95.0)
+    (trial / "result.json").write_text("\n".join([*lines, *map(json.dumps, again)]) + "\n")
+
+    collection = collect.collect([exp])
+    runs = collection.runs
+    assert list(runs["training_iteration"]) == [1, 2, 3, 4]
+    assert list(runs["return_mean"]) == [10, 20, 95, 95]
+    (note,) = collection.deduped
+    assert "2 iteration(s) reported twice, last report kept" in note
+    assert not collection.skipped
+    # A table given beside the folder it came from: still one row per (trial, iteration).
+    table = tmp_path / "runs.csv"
+    collect.write_runs_csv(runs, table)
+    assert len(collect.gather([str(exp), str(table)]).runs) == 4
+
+
 def test_runs_csv_is_deterministic_and_round_trips(runs, suite_dir, tmp_path):
     path = tmp_path / "runs.csv"
     collect.write_runs_csv(runs, path)

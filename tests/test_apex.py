@@ -534,7 +534,7 @@ def test_replay_ratio_counts_from_the_learning_start():
         )
         .apex(max_env_steps_sampled_ahead=100)
     )
-    algo = SimpleNamespace(config=config, _sampled=50_000, _trained=0)
+    algo = SimpleNamespace(config=config, _sampled=50_000, _trained=0, _steps_not_owed=0)
     for name in (
         "_learning_started",
         "_sampled_since_learning_started",
@@ -551,6 +551,79 @@ def test_replay_ratio_counts_from_the_learning_start():
     assert not algo._sampling_ahead() and algo._updates_due() == 1
     algo._sampled = 10  # before learning starts nothing is due and nobody waits
     assert algo._updates_due() == 0 and not algo._sampling_ahead()
+
+
+def test_a_restarted_shard_does_not_stall_the_runners():
+    """A replay shard that comes back empty: the learner owed training it can no longer do
+    (its replay is gone) and the runners waited for it; both are let off, runners sample the
+    shard's share of the warm-up before the learner owes training again."""
+    from types import MethodType, SimpleNamespace
+
+    from sweeps.algorithms.apex.algorithm import ApexDQN
+
+    config = (
+        ApexDQNConfig()
+        .training(
+            training_intensity=8.0,
+            num_steps_sampled_before_learning_starts=1_000,
+            train_batch_size_per_learner=64,
+        )
+        .apex(max_env_steps_sampled_ahead=100)
+    )
+    algo = SimpleNamespace(
+        config=config,
+        _sampled=1_900,
+        _trained=1_792,  # owes 900 x 8 - 1,792 = 5,408 env steps of training
+        _steps_not_owed=0,
+        _shards=[None, None],
+        _shard_steps=[950, 950],
+    )
+    for name in (
+        "_learning_started",
+        "_sampled_since_learning_started",
+        "_updates_due",
+        "_sampling_ahead",
+        "_on_shard_restart",
+    ):
+        setattr(algo, name, MethodType(getattr(ApexDQN, name), algo))
+    assert algo._sampling_ahead() and algo._updates_due() > 0  # waiting for the learner
+    algo._on_shard_restart(0)
+    assert algo._shard_steps == [0, 950]
+    assert not algo._sampling_ahead() and algo._updates_due() == 0
+    algo._sampled += 500  # the shard's share of the warm-up: 1,000 / 2 shards
+    assert algo._updates_due() == 0 and not algo._sampling_ahead()
+    algo._sampled += 64  # then training is owed again, at the ratio
+    assert algo._updates_due() == 8
+
+
+@pytest.mark.slow
+def test_killed_replay_shard_is_restarted_and_training_goes_on(ray_session):
+    import ray
+
+    algo = (
+        _small_config(runners=1)
+        .apex(num_replay_buffer_shards=1)
+        .training(training_intensity=2.0, num_steps_sampled_before_learning_starts=200)
+        .build()
+    )
+    try:
+        for _ in range(2):
+            before = algo.train()[APEX_RESULTS]
+        assert before["env_steps_trained_lifetime"] > 0
+        ray.kill(algo.replay_shards[0], no_restart=False)  # its process dies; Ray restarts it
+        deadline = time.monotonic() + 120  # a new worker process: seconds on a busy machine
+        while time.monotonic() < deadline:
+            back = algo.train()[APEX_RESULTS]
+            if back["replay_shard_restarts"]:
+                break
+        for _ in range(3):
+            after = algo.train()[APEX_RESULTS]
+    finally:
+        algo.stop()
+    assert after["replay_shard_restarts"] == 1
+    assert after["env_steps_sampled_lifetime"] > back["env_steps_sampled_lifetime"] + 300
+    assert after["env_steps_trained_lifetime"] > back["env_steps_trained_lifetime"]
+    assert after["replay"]["shard_0"]["num_env_steps_added"] > 0  # the new shard, refilled
 
 
 @pytest.mark.slow

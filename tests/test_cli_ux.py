@@ -533,7 +533,8 @@ def test_a_database_password_is_not_kept_in_the_record_or_printed():
     ("url", "words"),
     [
         ("foo://host/db", "not a database URL Optuna can use"),
-        ("not a url", "not a database URL Optuna can use"),
+        ("sqlite:/runs/optuna.db", "two slashes (sqlite://...)"),
+        ("/proc/x/optuna.journal", "cannot be created"),
         ("sqlite://", "an in-memory database keeps nothing"),
         ("sqlite:////proc/x/optuna.db", "cannot be created"),
         ("sqlite:///{tmp}", "is a folder"),

@@ -192,10 +192,11 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     )
     s.add_argument(
         "--optuna-storage",
-        metavar="URL",
-        help="keep the Optuna study, named after the run (--name), in this database (e.g. "
-        "sqlite:///runs/optuna.db), to inspect or continue it with optuna.load_study; a study "
-        "of that name already there is continued",
+        metavar="PATH_OR_URL",
+        help="keep the Optuna study, named after the run (--name), in this file (Optuna's "
+        "journal file, which survives a killed sweep; e.g. runs/optuna.journal) or database "
+        "(e.g. sqlite:///runs/optuna.db), to inspect or continue it with optuna.load_study; a "
+        "study of that name already there is continued",
     )
     s.add_argument(
         "--benchmark-seeds",

@@ -1,11 +1,14 @@
 """Interruption, failures and resume for the shared runner: Ctrl-C/SIGTERM noted for a clean stop
 (``InterruptWatch``, ``INTERRUPTED``), every trial failure appended to ``failures.jsonl``
-(``FailureLog``, ``read_failures``), how often Tune saves its experiment state, and the run
-record of a resumed sweep (``resumed_record``).
+(``FailureLog``, ``read_failures``), how often Tune saves its experiment state, the run record
+of a resumed sweep (``resumed_record``), a trial's result files trimmed to its checkpoint when it
+restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), and the Optuna trials a killed
+driver left RUNNING (``close_stale_study_trials``).
 """
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
 import json
 import signal
@@ -13,7 +16,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ray.air.constants import EXPR_PROGRESS_FILE, EXPR_RESULT_FILE
 from ray.tune.callback import Callback
+from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from sweeps.harness import storage
 from sweeps.harness.common import error_line
@@ -128,3 +133,131 @@ def resumed_record(record_path: str, args) -> dict[str, Any]:
     )
     record.update(status="running", ended_at=None)
     return record
+
+
+# ------------------------------------------------------------------------------------------------
+# A restarted trial's result files: the rows after its checkpoint are dropped, not written twice
+# ------------------------------------------------------------------------------------------------
+
+
+def restart_iteration(trial: Any) -> int:
+    """The training iteration a (re)starting trial continues from: its latest checkpoint's,
+    0 without one (it starts over)."""
+    latest = trial.latest_checkpoint_result
+    return int((latest.metrics or {}).get("training_iteration", 0)) if latest else 0
+
+
+def _rewrite_in_place(path: Path, data: bytes) -> None:
+    """Overwrite ``path`` with ``data`` in place (same inode: a logger that holds the file open
+    in append mode goes on writing at its new end)."""
+    with path.open("rb+") as f:
+        f.write(data)
+        f.truncate(len(data))
+
+
+def trim_result_json(path: Path, keep_through: int) -> int:
+    """Keep the rows of a trial's ``result.json`` up to iteration ``keep_through`` (what its
+    checkpoint holds) and drop the rest, and a half-written last line; returns how many lines
+    were dropped. The trial re-reports the dropped iterations after its restore."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return 0
+    kept, dropped = [], 0
+    for line in data.splitlines(keepends=True):
+        try:
+            row = json.loads(line) if line.endswith(b"\n") else None
+        except ValueError:  # not JSON (a torn write), or not UTF-8
+            row = None
+        iteration = row.get("training_iteration") if isinstance(row, dict) else None
+        if isinstance(iteration, int | float) and iteration <= keep_through:
+            kept.append(line)
+        elif line.strip():
+            dropped += 1
+    if dropped:
+        _rewrite_in_place(path, b"".join(kept))
+    return dropped
+
+
+def trim_progress_csv(path: Path, keep_through: int) -> int:
+    """``trim_result_json`` for ``progress.csv`` (the header is kept)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return 0
+    lines = text.splitlines(keepends=True)
+    if not lines or not lines[0].endswith("\n"):
+        return 0
+    header = next(csv.reader([lines[0]]))
+    if "training_iteration" not in header:
+        return 0
+    column = header.index("training_iteration")
+    kept, dropped = [lines[0]], 0
+    for line in lines[1:]:
+        cells = next(csv.reader([line]), [])
+        try:
+            ok = line.endswith("\n") and int(float(cells[column])) <= keep_through
+        except (IndexError, ValueError):
+            ok = False
+        if ok:
+            kept.append(line)
+        else:
+            dropped += 1
+    if dropped:
+        _rewrite_in_place(path, "".join(kept).encode())
+    return dropped
+
+
+class ResultJsonLogger(JsonLoggerCallback):
+    """Tune's ``result.json`` logger, which appends to the file it brings back from the sweep
+    folder; here a trial that (re)starts from a checkpoint (retried after a failure, resumed
+    after an interruption) has its rows past that checkpoint removed first, so that no (trial,
+    iteration) row is there twice. Read from Ray 2.60.0 (``ray/tune/logger/json.py``)."""
+
+    def log_trial_start(self, trial: Any) -> None:
+        super().log_trial_start(trial)  # the file restored from storage, open for appending
+        trim_result_json(Path(trial.local_path, EXPR_RESULT_FILE), restart_iteration(trial))
+
+
+class ProgressCsvLogger(CSVLoggerCallback):
+    """Tune's ``progress.csv`` logger, trimmed like ``ResultJsonLogger``; and a continued file
+    keeps its header's columns (Tune's logger writes the new rows in the key order of the first
+    new result, under the old header). Read from Ray 2.60.0 (``ray/tune/logger/csv.py``)."""
+
+    def log_trial_start(self, trial: Any) -> None:
+        if trial in self._trial_files:  # a retried trial: set up again at its next result
+            self._trial_files.pop(trial).close()
+            self._trial_csv.pop(trial, None)
+
+    def _setup_trial(self, trial: Any) -> None:
+        super()._setup_trial(trial)  # the file restored from storage, open for appending
+        path = Path(trial.local_path, EXPR_PROGRESS_FILE)
+        trim_progress_csv(path, restart_iteration(trial))
+        self._trial_continue[trial] = path.exists() and path.stat().st_size > 0
+        if self._trial_continue[trial]:
+            with path.open(newline="") as f:
+                header = next(csv.reader(f), None)
+            if header:
+                self._trial_csv[trial] = csv.DictWriter(self._trial_files[trial], header)
+
+
+# ------------------------------------------------------------------------------------------------
+# The Optuna study after a killed driver
+# ------------------------------------------------------------------------------------------------
+
+
+def close_stale_study_trials(url: str | None, study_name: str) -> int:
+    """Mark FAIL the Optuna trials still RUNNING in a sweep's study (``--optuna-storage``) once
+    the sweep has ended: a driver killed right after the searcher asked Optuna for a trial, and
+    before Tune saved the searcher, leaves that trial RUNNING for ever (the resumed searcher
+    asks for a new one). Returns how many were closed."""
+    if not url:
+        return 0
+    import optuna
+    from optuna.trial import TrialState
+
+    study = optuna.load_study(study_name=study_name, storage=storage.optuna_storage(url))
+    stale = study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))
+    for trial in stale:
+        study.tell(trial.number, state=TrialState.FAIL)
+    return len(stale)

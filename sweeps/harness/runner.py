@@ -160,7 +160,10 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
         # Trial processes' own logs (RLlib's warnings) stay in the sweep folder's Ray logs unless
         # --verbose: the terminal shows the progress table.
         ray.init(
-            address=args.address,
+            # No --address: a Ray instance of the sweep's own, as --help says (Ray's default,
+            # None, joins any cluster already running on the machine, e.g. another user's
+            # `ray start`); RAY_ADDRESS, when set, is Ray's as usual.
+            address=args.address or os.environ.get("RAY_ADDRESS") or "local",
             include_dashboard=False,
             logging_level="ERROR",
             log_to_driver=args.verbose,
@@ -195,6 +198,7 @@ def search(
     if args.resume:
         # The same config and param space as the first start (rebuilt from the recorded args);
         # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
+        storage.repair_journal(args.optuna_storage)  # a record half-written by a killed driver
         try:
             tuner = tune.Tuner.restore(
                 experiment,
@@ -281,6 +285,10 @@ def search(
                 ),
                 recovery.FailureLog(),
                 recovery.InterruptWatch(),
+                # Tune's result.json / progress.csv loggers, trimmed to the checkpoint a trial
+                # restarts from: no (trial, iteration) row written twice.
+                recovery.ResultJsonLogger(),
+                recovery.ProgressCsvLogger(),
                 WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
             ],
             checkpoint_config=tune.CheckpointConfig(
@@ -335,6 +343,14 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         record["status"] = "interrupted"
     else:
         record["status"] = "failed" if errors else "finished"
+        try:
+            stale = recovery.close_stale_study_trials(args.optuna_storage, args.name)
+        except Exception as e:  # a database that stopped answering: say so, finish anyway
+            stale = 0
+            print(f"[sweep] Optuna study not checked for stale trials: {error_line(str(e))}")
+        if stale:
+            record["optuna_stale_trials_failed"] = stale
+            print(f"[sweep] Optuna: {stale} trial(s) left RUNNING by a killed driver marked FAIL")
     judged = _judged_by(sweep, args)
     from sweeps.harness.reporting import best_trial, print_best
 

@@ -1,6 +1,6 @@
 """Where a sweep's data lives: its folder, a local folder or a storage URI (``s3://bucket/runs``,
 ``gs://…``, ``file:///abs/path``) that goes to Tune untouched; and, with ``--optuna-storage``,
-the database that holds its Optuna study.
+the database or Optuna journal file that holds its Optuna study.
 
 Tune reads and writes its storage through pyarrow's filesystems (``RunConfig(storage_path=...)``);
 the suite's own files in a sweep folder (``run.json``, ``failures.jsonl``) go through the same
@@ -149,30 +149,41 @@ def append_line(fs: Any, path: str, line: str) -> None:
         f.write(data)
 
 
+def is_journal(text: str) -> bool:
+    """``--optuna-storage`` naming a local file (no ``scheme://``): Optuna's journal file."""
+    return not is_uri(text)
+
+
 def optuna_storage_url(text: str) -> str:
-    """``--optuna-storage``: a database URL for Optuna's RDBStorage (SQLAlchemy's form, e.g.
-    ``sqlite:///runs/optuna.db``, ``postgresql://user@host/db``), checked without writing: a
-    SQLite file's folder must be one that can be made (it is, when the sweep starts), another
-    database must answer. Returned with a SQLite path made absolute, so that a resumed sweep
-    started elsewhere finds the same file. A UsageError says what is wrong in one line."""
+    """``--optuna-storage``, checked without writing, as the runner keeps it.
+
+    A local file path (no ``scheme://``, e.g. ``runs/optuna.journal``): Optuna's journal file
+    storage, an append-only log built to survive a killed writer (returned absolute). Otherwise a
+    database URL for Optuna's RDBStorage (SQLAlchemy's form, e.g. ``sqlite:///runs/optuna.db``,
+    ``postgresql://user@host/db``): a SQLite file's folder must be one that can be made (it is,
+    when the sweep starts), another database must answer; a SQLite path is made absolute, so
+    that a resumed sweep started elsewhere finds the same file. A UsageError says what is wrong
+    in one line."""
     from sqlalchemy import create_engine
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+    if is_journal(text):
+        if mangled_scheme(text):
+            raise UsageError(f"a URL needs two slashes ({mangled_scheme(text)}://...)")
+        return str(_checked_file(Path(text)))
     try:
         url = make_url(text)
         url.get_dialect()
     except (ArgumentError, NoSuchModuleError) as e:
         raise UsageError(
-            f"not a database URL Optuna can use ({e}); e.g. sqlite:///runs/optuna.db"
+            f"not a database URL Optuna can use ({e}); e.g. sqlite:///runs/optuna.db, or a "
+            "file path for Optuna's journal file"
         ) from None
     if url.get_backend_name() == "sqlite":
         if url.database in (None, "", ":memory:"):
             raise UsageError("an in-memory database keeps nothing; name a file (sqlite:///PATH)")
-        path = Path(url.database).expanduser().resolve()
-        if path.is_dir():
-            raise UsageError(f"{path} is a folder; name a database file inside it")
-        check_writable(path)
+        path = _checked_file(Path(url.database))
         return url.set(database=str(path)).render_as_string(hide_password=False)
     try:
         with create_engine(url).connect():
@@ -182,6 +193,14 @@ def optuna_storage_url(text: str) -> str:
     return text
 
 
+def _checked_file(path: Path) -> Path:
+    path = path.expanduser().resolve()
+    if path.is_dir():
+        raise UsageError(f"{path} is a folder; name a file inside it")
+    check_writable(path)
+    return path
+
+
 def without_password(text: str) -> str:
     """``text`` with the password of any ``scheme://user:password@host`` URL in it replaced by
     ``***``: what the run record and the terminal keep of ``--optuna-storage``."""
@@ -189,18 +208,48 @@ def without_password(text: str) -> str:
 
 
 def optuna_storage(url: str) -> Any:
-    """Optuna's RDBStorage at a checked ``url`` (``optuna_storage_url``); a SQLite file's folder
-    is made first (SQLite makes the file, not its folder)."""
+    """Optuna's storage at a checked ``url`` (``optuna_storage_url``): a journal file
+    (``JournalStorage``) for a path, else RDBStorage; the file's folder is made first (SQLite and
+    the journal make the file, not its folder)."""
     import optuna
     from sqlalchemy.engine import make_url
 
+    if is_journal(url):
+        Path(url).parent.mkdir(parents=True, exist_ok=True)
+        repair_journal(url)
+        backend = optuna.storages.journal.JournalFileBackend(str(url))
+        return optuna.storages.JournalStorage(backend)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     return optuna.storages.RDBStorage(url)
 
 
+def repair_journal(url: str | None) -> bool:
+    """Cut a half-written last record off an Optuna journal file (``--optuna-storage PATH``),
+    left by a writer killed mid-append: the next record would be glued to it and the study
+    could no longer be read. True when something was cut; no-op for a database URL."""
+    if not url or not is_journal(url):
+        return False
+    path = Path(url)
+    try:
+        with path.open("rb+") as f:
+            data = f.read()
+            if not data or data.endswith(b"\n"):
+                return False
+            f.truncate(data.rfind(b"\n") + 1)
+            return True
+    except FileNotFoundError:
+        return False
+
+
 def study_call(args: Any) -> str:
     """The call that opens a sweep's Optuna study (``--optuna-storage``) in Python."""
     storage = without_password(args.optuna_storage)
+    if is_journal(storage):
+        storage_expr = (
+            "optuna.storages.JournalStorage("
+            f"optuna.storages.journal.JournalFileBackend({storage!r}))"
+        )
+        return f"optuna.load_study(study_name={args.name!r}, storage={storage_expr})"
     return f"optuna.load_study(study_name={args.name!r}, storage={storage!r})"

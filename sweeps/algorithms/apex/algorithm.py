@@ -44,6 +44,11 @@ from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X 
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
 SAMPLE_TAG = "apex_sample"
+# A replay shard whose process dies (killed, out of memory) is restarted by Ray, empty, behind
+# the same handle: its contents are lost (they are never checkpointed), the trial goes on, and
+# its restarts and the requests lost with it are counted (``apex/replay_shard_restarts``,
+# ``apex/replay_shard_failures``). -1: no limit.
+SHARD_MAX_RESTARTS = -1
 
 
 def in_flight_refs(env_runner_group: Any, tag: str) -> list[ray.ObjectRef]:
@@ -82,7 +87,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         # The replay shards start (and answer) before RLlib's setup, which ends with the
         # `on_algorithm_init` callback: everything built here is start-up, never training
         # time (a shard actor's worker process takes seconds to boot on a busy machine).
-        shard_cls = ray.remote(num_cpus=config.replay_shard_num_cpus)(ApexReplayShard)
+        shard_cls = ray.remote(
+            num_cpus=config.replay_shard_num_cpus, max_restarts=SHARD_MAX_RESTARTS
+        )(ApexReplayShard)
         buffer_cls = config.replay_shard_buffer_class()
         self._shards = [
             shard_cls.options(name=None).remote(buffer_cls, config.replay_shard_buffer_kwargs(i))
@@ -125,6 +132,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._runner_timing: dict[str, float] = defaultdict(float)
         self._num_sample_results = 0
         self._replay_add_errors = 0
+        self._replay_shard_failures = 0  # replay/stats requests lost to a shard that died
+        self._replay_shard_restarts = 0  # shards seen answering from a new process
+        self._steps_not_owed = 0.0  # env steps the learner was let off (lost with a shard)
         self._in_flight_at_update: list[int] = []
         self._shard_stats: list[dict[str, float]] = [{} for _ in self._shards]
         self._stats_reqs: list[ray.ObjectRef] | None = None
@@ -318,7 +328,24 @@ class ApexDQN(ApexMetricsMixin, DQN):
         ``num_steps_sampled_before_learning_starts`` only fill the buffer, so the replay
         ratio counts from there (from step 0 the learner would start 50k steps x ratio in
         debt on Pong, and runners would wait for minutes until it paid)."""
-        return max(self._sampled - self.config.num_steps_sampled_before_learning_starts, 0)
+        warm_up = self.config.num_steps_sampled_before_learning_starts
+        return max(self._sampled - warm_up - self._steps_not_owed, 0)
+
+    def _on_shard_restart(self, shard_index: int) -> None:
+        """Replay shard ``shard_index`` came back empty (its process died; Ray restarted it):
+        what it held is lost. The learner no longer owes training for the steps sampled so far
+        (it cannot replay them), and sampling goes on without waiting for it until the shard
+        holds its share of the warm-up again; otherwise runners wait for a learner that waits
+        for data, for ever."""
+        self._shard_steps[shard_index] = 0
+        if not self._learning_started():
+            return
+        intensity = self.config.training_intensity
+        warm_up = self.config.num_steps_sampled_before_learning_starts
+        paid = self._trained / intensity if intensity else self._sampled_since_learning_started()
+        self._steps_not_owed += (
+            self._sampled_since_learning_started() - paid + warm_up / len(self._shards)
+        )
 
     def _updates_due(self) -> float:
         """Learner updates allowed now by ``training_intensity`` (inf when uncapped)."""
@@ -379,7 +406,10 @@ class ApexDQN(ApexMetricsMixin, DQN):
             if ready is not None and ref not in ready:
                 remaining.append((shard_index, ref))
                 continue
-            self._batch_queue.extend((shard_index, b) for b in ray.get(ref))
+            try:
+                self._batch_queue.extend((shard_index, b) for b in ray.get(ref))
+            except ray.exceptions.RayActorError:  # the shard died; Ray restarts it, empty
+                self._replay_shard_failures += 1
         self._replay_reqs = remaining
 
     def _train_from_queue(self) -> None:

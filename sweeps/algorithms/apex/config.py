@@ -57,8 +57,9 @@ class ApexDQNConfig(DQNConfig):
     minimum is 1 s (old: 30 s and 25k steps). The ε schedule (``epsilon``) of DQN is ignored
     on training runners (each has its fixed ε_i); evaluation is greedy (``explore=False``).
     The replay shards are not checkpointed (a restored algorithm refills them before it
-    learns again). Small-problem settings that reach a greedy return of 2,500 on ``Cabs-v0``
-    in a few seconds of training: :func:`cabs_config`.
+    learns again); a shard whose process dies is restarted by Ray, empty, and training goes
+    on. Small-problem settings that reach a greedy return of 2,500 on ``Cabs-v0`` in a few
+    seconds of training: :func:`cabs_config`.
     """
 
     def __init__(self, algo_class: type | None = None) -> None:

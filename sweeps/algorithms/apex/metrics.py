@@ -26,9 +26,25 @@ class ApexMetricsMixin:
             ready, _ = ray.wait(self._stats_reqs, num_returns=len(self._stats_reqs), timeout=0)
             if len(ready) < len(self._stats_reqs):
                 return
-            self._shard_stats = ray.get(self._stats_reqs)
+            try:
+                self._shard_stats = ray.get(self._stats_reqs)
+            except ray.exceptions.RayActorError:  # a shard died (restarted by Ray): ask again
+                self._replay_shard_failures += 1
+            self._count_shard_restarts()
         self._stats_reqs = [s.stats.remote() for s in self._shards]
         self._last_stats_t = now
+
+    def _count_shard_restarts(self) -> None:
+        """A shard answering from another process than before was restarted (by Ray, empty)."""
+        pids = getattr(self, "_shard_pids", {})
+        for i, stats in enumerate(self._shard_stats):
+            pid = stats.get("pid") if stats else None
+            if pid is not None and pids.get(i, pid) != pid:
+                self._replay_shard_restarts += 1
+                self._on_shard_restart(i)
+            if pid is not None:
+                pids[i] = pid
+        self._shard_pids = pids
 
     def _iteration_metrics(self, iteration_s: float) -> dict[str, Any]:
         sampled0, trained0, updates0, calls0 = self._iter_snapshot
@@ -84,6 +100,10 @@ class ApexMetricsMixin:
             "replay": shards,
             "replay_fill_mean": float(np.mean(fills)) if fills else 0.0,
             "replay_add_errors_lifetime": self._replay_add_errors,
+            # Replay shards that died and were restarted by Ray (empty), and the requests lost
+            # with them.
+            "replay_shard_restarts": self._replay_shard_restarts,
+            "replay_shard_failures": self._replay_shard_failures,
             "replay_mean_priority": float(np.mean(prios)) if prios else math.nan,
             "runner_sample_s_mean": self._runner_timing["sample_s"] / n_results,
             "runner_priority_s_mean": self._runner_timing["priority_s"] / n_results,

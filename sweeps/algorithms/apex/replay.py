@@ -8,6 +8,7 @@ actors call on episodes before shipping them here.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import defaultdict
 from collections.abc import Sequence
@@ -363,6 +364,7 @@ class ApexReplayShard:
 
     def stats(self) -> dict[str, float]:
         stats = self.buffer.stats()
+        stats["pid"] = os.getpid()  # a new one after a restart (ApexDQN counts restarts)
         for name in ("add", "sample", "update_priorities"):
             stats[f"{name}_s_total"] = self.busy_s[name]
             stats[f"{name}_calls"] = self.calls[name]

@@ -1,0 +1,189 @@
+"""Faults at random moments: the short version of ``benchmarks/faults.py`` (a few random driver
+interruptions at a fixed seed, then its checks), and the fixes it led to: a trial's result rows
+trimmed to the checkpoint it restarts from, Optuna's journal file repaired after a killed writer,
+Optuna trials a killed driver left RUNNING closed at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _faults_module():
+    """``benchmarks/faults.py`` (a script, not a package), imported by path."""
+    spec = importlib.util.spec_from_file_location("faults", REPO / "benchmarks" / "faults.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("faults", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------------------------------------
+# Result rows of a restarted trial: trimmed to its checkpoint
+# ------------------------------------------------------------------------------------------------
+
+
+def _row(i: int) -> str:
+    return json.dumps({"training_iteration": i, "trial_id": "t"}) + "\n"
+
+
+def test_result_json_trimmed_to_the_checkpoint(tmp_path):
+    from sweeps.harness.recovery import trim_result_json
+
+    path = tmp_path / "result.json"
+    # Rows 1-4, then half a row 5 (a driver killed mid-write).
+    path.write_text("".join(_row(i) for i in range(1, 5)) + '{"training_iteration": 5, "tr')
+    with path.open("a") as appending:  # Tune's logger holds the file open for appending
+        assert trim_result_json(path, keep_through=2) == 3
+        appending.write(_row(3))
+    assert [json.loads(line)["training_iteration"] for line in path.read_text().splitlines()] == [
+        1,
+        2,
+        3,
+    ]
+    assert trim_result_json(path, keep_through=3) == 0  # nothing past the checkpoint: untouched
+    assert trim_result_json(tmp_path / "missing.json", keep_through=1) == 0
+
+
+def test_progress_csv_trimmed_to_the_checkpoint(tmp_path):
+    from sweeps.harness.recovery import trim_progress_csv
+
+    path = tmp_path / "progress.csv"
+    path.write_text("a,training_iteration,b\n1,1,x\n2,2,y\n3,3,z\n4,4")
+    assert trim_progress_csv(path, keep_through=2) == 2
+    assert path.read_text() == "a,training_iteration,b\n1,1,x\n2,2,y\n"
+    assert trim_progress_csv(path, keep_through=0) == 2
+    assert path.read_text() == "a,training_iteration,b\n"  # the header stays
+
+
+@pytest.mark.slow
+def test_retried_trial_leaves_no_row_twice(tmp_path, ray_session):
+    """A trial that fails after reporting past its checkpoint is retried from the checkpoint;
+    the iterations it reports again replace the old rows (result.json and progress.csv)."""
+    from envs import faulty
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
+
+    def make_config(args):
+        config = dqn_cabs.make_config(args)
+        fault = {"fail_at_step": 5000, "fail_marker": str(tmp_path / "failed-once")}
+        return config.environment(faulty.FAULTY_CABS, env_config={**config.env_config, **fault})
+
+    faulty.register()
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config)
+    argv = [
+        *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
+        *("--stop-timesteps", "6000", "--eval-episodes", "1", "--checkpoint-freq", "3"),
+        *("--progress-interval-s", "600"),
+    ]
+    assert runner.run(sweep, argv) == 0
+    experiment = tmp_path / "exp"
+    (failure,) = json.loads((experiment / "run.json").read_text())["failures"]
+    # The scenario: rows past the checkpoint existed when the trial failed.
+    assert failure["iteration"] > failure["checkpoint_iteration"] == 3
+    faults = _faults_module()
+    check = faults.check_sweep(experiment)
+    assert check["ok"], check["problems"]
+    (trial,) = check["trials"].values()
+    assert trial["iterations"] == 6
+    assert check["tune_retries"] == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# The Optuna study: journal file by default for a path, loadable after a kill, nothing RUNNING
+# ------------------------------------------------------------------------------------------------
+
+
+def test_optuna_journal_file_survives_a_half_written_record(tmp_path):
+    import optuna
+
+    from sweeps.harness import storage
+
+    path = storage.optuna_storage_url(str(tmp_path / "studies" / "optuna.journal"))
+    assert path == str(tmp_path / "studies" / "optuna.journal")
+    study = optuna.create_study(study_name="run", storage=storage.optuna_storage(path))
+    study.enqueue_trial({"x": 1.0})
+    trial = study.ask()
+    trial.suggest_float("x", 0.0, 2.0)
+    study.tell(trial, 1.0)
+    with open(path, "ab") as f:  # a writer killed in the middle of its next record
+        f.write(b'{"op_code": 5, "worker_id": "w", "trial_id": 1, "st')
+    assert storage.repair_journal(path)  # cut off (the runner does it on --resume)
+    again = optuna.load_study(study_name="run", storage=storage.optuna_storage(path))
+    assert [t.state.name for t in again.trials] == ["COMPLETE"]
+    again.ask()  # and it goes on
+    assert not storage.repair_journal(path)
+
+
+def test_optuna_trials_left_running_are_closed(tmp_path):
+    import optuna
+
+    from sweeps.harness import storage
+    from sweeps.harness.recovery import close_stale_study_trials
+
+    path = str(tmp_path / "optuna.journal")
+    study = optuna.create_study(study_name="run", storage=storage.optuna_storage(path))
+    study.tell(study.ask(), 1.0)
+    study.ask()  # asked by a driver that was killed before Tune saved its searcher
+    assert close_stale_study_trials(path, "run") == 1
+    states = [
+        t.state.name for t in optuna.load_study(study_name="run", storage=path_storage(path)).trials
+    ]
+    assert states == ["COMPLETE", "FAIL"]
+    assert close_stale_study_trials(None, "run") == 0
+
+
+def path_storage(path: str):
+    from sweeps.harness import storage
+
+    return storage.optuna_storage(path)
+
+
+# ------------------------------------------------------------------------------------------------
+# The short fault run: random interruptions at a fixed seed, resumed until done, then checked
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_sweep_survives_random_interruptions(tmp_path):
+    """benchmarks/faults.py's driver faults on a tiny sweep (2 DQN trials of 8 iterations,
+    checkpoints every 2): SIGKILL of the process group, SIGINT, SIGTERM at random moments (seed
+    10: a SIGTERM while training, a SIGINT during start-up, a SIGKILL while training), each
+    followed by --resume from the path alone; then every check passes."""
+    faults = _faults_module()
+    folder = tmp_path / "exp"
+    argv = [
+        *("--num-samples", "2", "--stop-timesteps", "8000", "--checkpoint-freq", "2"),
+        *("--scheduler", "fifo"),  # every trial runs its 8 iterations: faults land mid-trial
+        *("--eval-episodes", "1", "--progress-interval-s", "600", "--seed", "0"),
+        *("--storage-path", str(tmp_path), "--name", "exp"),
+        *("--optuna-storage", str(tmp_path / "exp.journal")),
+    ]
+    run = faults.drive_with_interruptions(
+        "dqn_cabs",
+        argv,
+        folder,
+        rng=random.Random(10),
+        faults=3,
+        delay_s=(0.5, 3.0),
+        log_dir=tmp_path / "logs",
+        study_file=tmp_path / "exp.journal",
+    )
+    logs = "\n".join(Path(s["log"]).read_text()[-2000:] for s in run["segments"])
+    assert run["rc"] == 0, logs
+    assert len(run["faults"]) >= 2, run["segments"]  # the last may find the sweep done
+    assert all(s["processes_left"] == 0 or s["fault"] for s in run["segments"])
+    check = faults.check_sweep(folder)
+    assert check["ok"], (check["problems"], logs)
+    assert check["trials_in_tune_state"] == check["trial_folders"] == 2
+    assert check["study"]["trials"] == {"COMPLETE": 2}
+    assert check["best"] is not None
