@@ -142,6 +142,33 @@ def test_optuna_trials_left_running_are_closed(tmp_path):
     assert close_stale_study_trials(None, "run") == 0
 
 
+def test_a_trial_rerun_after_its_study_trial_completed_is_not_reported_again(tmp_path):
+    """A driver killed after a trial completed (Optuna told) but before Tune saved its state
+    runs the trial again on --resume: its reports reach a COMPLETE Optuna trial. Tune's
+    OptunaSearch raised UpdateFinishedTrialError and the sweep died (benchmarks/faults.py seed 4);
+    the study keeps its first completion."""
+    import optuna
+
+    from sweeps.harness.optuna_search import ResumableOptunaSearch
+
+    path = str(tmp_path / "optuna.journal")
+    searcher = ResumableOptunaSearch(
+        space=lambda trial: {"x": trial.suggest_float("x", 0.0, 1.0)},
+        metric="m",
+        mode="max",
+        study_name="run",
+        storage=path_storage(path),
+    )
+    searcher.suggest("a")
+    searcher.on_trial_result("a", {"m": 1.0, "training_iteration": 1})
+    searcher.on_trial_complete("a", {"m": 1.0, "training_iteration": 1})
+    searcher._completed_trials.discard("a")  # Tune's saved searcher: from before the completion
+    searcher.on_trial_result("a", {"m": 5.0, "training_iteration": 2})  # the re-run: no raise
+    searcher.on_trial_complete("a", {"m": 5.0, "training_iteration": 2})
+    study = optuna.load_study(study_name="run", storage=path_storage(path))
+    assert [(t.state.name, t.value) for t in study.trials] == [("COMPLETE", 1.0)]
+
+
 def path_storage(path: str):
     from sweeps.harness import storage
 
@@ -187,3 +214,53 @@ def test_sweep_survives_random_interruptions(tmp_path):
     assert check["trials_in_tune_state"] == check["trial_folders"] == 2
     assert check["study"]["trials"] == {"COMPLETE": 2}
     assert check["best"] is not None
+
+
+def _driver_summary(name: str, faults: list[str], wall: float, base: float) -> dict:
+    check = {
+        "ok": True,
+        "problems": [],
+        "trials_expected": 3,
+        "trials_in_tune_state": 3,
+        "trial_folders": 3,
+        "raw_duplicated_rows": 0,
+        "collected_duplicated_rows": 0,
+        "trials": {"t": {"result_json": {"missing": 0}}},
+        "study": {"loadable": True, "trials": {"COMPLETE": 3}},
+        "best": {"value": 2900.0},
+        "resumes": len(faults),
+    }
+    run = {
+        "seed": 0,
+        "baseline": {"wall_s": base},
+        "faulty": {"faults": faults, "segments": [], "wall_s": wall, "check": check},
+        "overhead": round(wall / base, 3),
+        "s_per_fault": round((wall - base) / len(faults), 1),
+    }
+    env = {
+        "command": f"python benchmarks/faults.py driver --name {name}",
+        "cpus": 2,
+        "cpu_model": "test",
+        "load_at_start": 1.0,
+        "started_at": f"2026-01-01T00:00:0{len(faults)}",
+        "git_commit": "0" * 40,
+        "git_dirty": False,
+        "versions": {},
+    }
+    return {"kind": "driver", "name": name, "environment": env, "runs": [run], "ok": True}
+
+
+def test_report_counts_interruptions_per_run_and_over_all_runs():
+    faults = _faults_module()
+    text = faults.report(
+        [
+            _driver_summary("a", ["SIGKILL", "SIGINT"], wall=30.0, base=20.0),
+            _driver_summary("b", ["SIGTERM", "SIGKILL", "SIGKILL"], wall=50.0, base=20.0),
+        ]
+    )
+    assert "2 driver interruptions (SIGKILL 1, SIGINT 1, SIGTERM 0) over 1 seeds" in text
+    assert "median 1.50x" in text and "median 2.50x" in text
+    together = text.split("## driver: all runs above together")[1]
+    assert "5 driver interruptions (SIGKILL 3, SIGINT 1, SIGTERM 1) over 2 seeds" in together
+    assert "0 trials lost, 0 run twice, 0 duplicated rows" in together
+    assert "median" not in together  # overheads only per run: runs of different budgets

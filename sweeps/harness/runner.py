@@ -431,14 +431,15 @@ def make_searcher(
     ``points_to_evaluate`` (search-parameter values, e.g. the tuned defaults from
     ``sweeps.harness.tuned``) are enqueued and tried first."""
     import optuna
-    from ray.tune.search.optuna import OptunaSearch
+
+    from sweeps.harness.optuna_search import ResumableOptunaSearch
 
     sampler = (
         optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=min(5, args.num_samples))
         if args.search == "optuna"
         else optuna.samplers.RandomSampler(seed=args.seed)
     )
-    return OptunaSearch(
+    return ResumableOptunaSearch(
         space=sweep.sample_params,
         metric=metric,
         mode="max",
