@@ -797,6 +797,15 @@ def report(summaries: list[dict[str, Any]]) -> str:
     ]
     for s in sorted(summaries, key=lambda s: (s["kind"], s["environment"]["started_at"])):
         lines += _report_run(s)
+    drivers = [s for s in summaries if s["kind"] == "driver"]
+    if len(drivers) > 1:
+        every = [r for s in drivers for r in s["runs"]]
+        lines += [
+            "## driver: all runs above together",
+            "",
+            _driver_totals(every, overhead=False) + " (Overheads: per run above.)",
+            "",
+        ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -827,7 +836,6 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
         "wall faulty / fault-free | overhead | s per fault | checks |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    total = Counter()
     for r in runs:
         f, c = r["faulty"], r["faulty"]["check"]
         sigs = Counter(f["faults"])
@@ -836,9 +844,6 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
         study = c.get("study") or {}
         best = c.get("best") or {}
         base = r.get("baseline", {}).get("wall_s")
-        total.update(sigs)
-        total["runs"] += 1
-        total["ok"] += bool(c["ok"])
         rows.append(
             f"| {r['seed']} | {len(f['faults'])} ({', '.join(f'{k} {n}' for k, n in sigs.items())})"
             f" | {c.get('resumes')} | {scratch} | {c.get('trials_in_tune_state')} / "
@@ -852,6 +857,16 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
             f"{r.get('s_per_fault') if r.get('s_per_fault') is not None else '-'} | "
             f"{'passed' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])} |"
         )
+    return [*rows, "", _driver_totals(runs), ""]
+
+
+def _driver_totals(runs: list[dict[str, Any]], overhead: bool = True) -> str:
+    """One sentence over driver runs: faults by signal, what was lost, the overhead (of runs
+    of one sweep at one budget: ``overhead=False`` over runs of several)."""
+    total = Counter()
+    for r in runs:
+        total.update(Counter(r["faulty"]["faults"]))
+        total["ok"] += bool(r["faulty"]["check"]["ok"])
     overheads = [r["overhead"] for r in runs if "overhead" in r]
     per_fault = [
         (r["faulty"]["wall_s"] - r["baseline"]["wall_s"]) / len(r["faulty"]["faults"])
@@ -876,10 +891,9 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
         for t in r["faulty"]["check"].get("trials", {}).values()
     )
     n_faults = sum(total[k] for k in SIGNALS)
-    rows += [
-        "",
+    return (
         f"{n_faults} driver interruptions ({', '.join(f'{k} {total[k]}' for k in SIGNALS)}) over "
-        f"{total['runs']} seeds; checks passed on {total['ok']} of {total['runs']}: "
+        f"{len(runs)} seeds; checks passed on {total['ok']} of {len(runs)}: "
         f"{lost} trials lost, {twice} run twice, {raw_dup} duplicated rows in result.json "
         f"({dup} in the collected table), {missing} missing."
         + (
@@ -887,12 +901,10 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
             f"{_median(overheads):.2f}x, max {max(overheads):.2f}x (goal <= 1.5x); one "
             f"interruption costs a median {_median(per_fault):.0f} s (start-up again and the "
             f"work since the last checkpoint), so n of them add about n x that to any sweep."
-            if overheads and per_fault
+            if overhead and overheads and per_fault
             else ""
-        ),
-        "",
-    ]
-    return rows
+        )
+    )
 
 
 def _process_table(kind: str, runs: list[dict[str, Any]]) -> list[str]:
