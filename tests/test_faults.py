@@ -216,6 +216,29 @@ def test_sweep_survives_random_interruptions(tmp_path):
     assert check["best"] is not None
 
 
+@pytest.mark.slow
+def test_impala_trial_survives_its_env_runner_killed(tmp_path):
+    """IMPALA (and APPO) sample on the local env runner while the remote one is down; before
+    that runner had an env, a SIGKILL of the only env runner failed the trial (a Tune retry from
+    the start, restarts counted 0: benchmarks/faults.py runners). Now RLlib restarts the runner,
+    counts it, and the trial goes on without a retry."""
+    faults = _faults_module()
+    rc = faults.main(
+        [
+            *("runners", "--algos", "impala", "--kills", "1", "--no-baseline"),
+            *("--stop-timesteps", "60000", "--delay-s", "0.5,1.5"),
+            *("--out-dir", str(tmp_path), "--name", "kill"),
+        ]
+    )
+    summary = json.loads((tmp_path / "kill" / "summary.json").read_text())
+    run = summary["runs"][0]["faulty"]
+    log = Path(run["log"]).read_text()[-3000:]
+    assert len(run["kills"]) == 1, log
+    assert run["check"]["env_runner_restarts"] == 1, log
+    assert run["check"]["tune_retries"] == 0, log
+    assert rc == 0 and run["rc"] == 0, log
+
+
 def _driver_summary(name: str, faults: list[str], wall: float, base: float) -> dict:
     check = {
         "ok": True,

@@ -95,7 +95,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
             shard_cls.options(name=None).remote(buffer_cls, config.replay_shard_buffer_kwargs(i))
             for i in range(config.num_replay_buffer_shards)
         ]
-        ray.get([s.ping.remote() for s in self._shards])
+        # Each shard's first process, so that a shard killed before its first stats answer is
+        # still seen as restarted (`_count_shard_restarts`).
+        self._shard_pids = dict(enumerate(ray.get([s.ping.remote() for s in self._shards])))
         super().setup(config)
         cfg = self.config
         self._limit_learner_threads()

@@ -36,7 +36,7 @@ class ApexMetricsMixin:
 
     def _count_shard_restarts(self) -> None:
         """A shard answering from another process than before was restarted (by Ray, empty)."""
-        pids = getattr(self, "_shard_pids", {})
+        pids = self._shard_pids
         for i, stats in enumerate(self._shard_stats):
             pid = stats.get("pid") if stats else None
             if pid is not None and pids.get(i, pid) != pid:

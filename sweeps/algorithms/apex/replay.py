@@ -370,5 +370,6 @@ class ApexReplayShard:
             stats[f"{name}_calls"] = self.calls[name]
         return stats
 
-    def ping(self) -> bool:
-        return True
+    def ping(self) -> int:
+        """The shard's process id: it is up (and a restart shows as another id)."""
+        return os.getpid()
