@@ -3,48 +3,24 @@
 How to run
 ----------
     python sweeps/appo_gym.py --env Acrobot-v1        # default sweep: Optuna + ASHA, <= 15 min
-    python sweeps/appo_gym.py --env CartPole-v1 --dry-run   # the plan; runs nothing
-    python sweeps/appo_gym.py --env my_pkg.envs:MyEnv --env-config '{"size": 8}'
-    python sweeps/appo_gym.py --env CartPole-v1 --num-samples 1 --stop-reward 475 --as-test
+    python sweeps/appo_gym.py --env my_pkg.envs:MyEnv --env-config '{"size": 8}' --dry-run
     python -m sweeps.benchmark --env Acrobot-v1 --algos dqn,apex,impala,appo   # the four, compared
-
-The generic tuned defaults and the search space are data in ``sweeps/gym_family.py`` (beside the
-other three algorithms'); this file names the algorithm and nothing else. Trials are judged by the
-greedy evaluation return (``--eval-episodes`` episodes every iteration); ``--target`` sets the
-returns whose time-to-reward the report shows (default: the env spec's reward_threshold). ASHA
-runs over env steps sampled: grace period 20k steps, reduction factor 3, max 200k steps.
 
 Results to expect
 -----------------
-Measured on CartPole-v1 against the other three, with the command that made it:
-``results/cartpole/REPORT.md``. On another env the defaults are a starting point: sweep.
+On CartPole-v1, against the other three: ``results/cartpole/REPORT.md``. The tuned defaults, the
+search space, the budget (ASHA over env steps) and what fits which env: ``sweeps/gym_family.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from sweeps import gym_family
 from sweeps.harness import runner
 
-
-def make_config(args: argparse.Namespace) -> Any:
-    return gym_family.make_config("appo", args)
-
-
-SWEEP = runner.Sweep(
-    name="appo_gym",
-    algo="appo",
-    env="gym",
-    make_config=make_config,
-    sample_params=gym_family.SAMPLERS["appo"],
-    description=__doc__.split("\n")[0],
-    defaults=gym_family.DEFAULTS,
-    smoke=gym_family.SMOKE,
-)
+SWEEP = gym_family.sweep("appo", __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,6 +28,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from sweeps.harness.sweep import Sweep
+
 # What each algorithm's action head takes.
 ACTION_SPACES: dict[str, tuple[type, ...]] = {
     "dqn": (gym.spaces.Discrete,),
@@ -202,11 +204,16 @@ def make_config(algo: str, args: argparse.Namespace) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 
-def _sample_dqn_common(trial: Any) -> dict[str, Any]:
+def _sample_lr_gamma(trial: Any) -> dict[str, Any]:
+    """The two every algorithm's space samples alike (γ through 1 - γ, log-uniform)."""
     one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.1, log=True)
+    lr = trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True)
+    return {"lr": lr, "gamma": 1.0 - one_minus_gamma}
+
+
+def _sample_dqn_common(trial: Any) -> dict[str, Any]:
     return {
-        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
-        "gamma": 1.0 - one_minus_gamma,
+        **_sample_lr_gamma(trial),
         "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
         "target_network_update_freq": trial.suggest_int("hp/target_update", 100, 5000, log=True),
@@ -228,10 +235,8 @@ def sample_apex(trial: Any) -> dict[str, Any]:
 
 
 def _sample_vtrace(trial: Any) -> dict[str, Any]:
-    one_minus_gamma = trial.suggest_float("hp/one_minus_gamma", 1e-3, 0.1, log=True)
     return {
-        "lr": trial.suggest_float("hp/lr", 1e-4, 3e-3, log=True),
-        "gamma": 1.0 - one_minus_gamma,
+        **_sample_lr_gamma(trial),
         "entropy_coeff": trial.suggest_categorical("hp/entropy_coeff", [0.0, 0.001, 0.01]),
         "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", 0.1, 1.0, log=True),
         "rollout_fragment_length": trial.suggest_int("hp/fragment", 16, 128, log=True),
@@ -282,3 +287,19 @@ DEFAULTS: dict[str, Any] = {
     "eval_episodes": 10,
 }
 SMOKE: dict[str, Any] = {"num_samples": 1, "stop_timesteps": 500, "eval_episodes": 2}
+
+
+def sweep(algo: str, doc: str) -> Sweep:
+    """The sweep of ``sweeps/<algo>_gym.py`` (``doc``: its module docstring, the --help text):
+    everything but the algorithm's name is this module's data."""
+    return Sweep(
+        name=f"{algo}_gym",
+        algo=algo,
+        env="gym",
+        make_config=lambda args: make_config(algo, args),
+        sample_params=SAMPLERS[algo],
+        description=doc.split("\n")[0],
+        doc=doc,
+        defaults=DEFAULTS,
+        smoke=SMOKE,
+    )

@@ -397,17 +397,11 @@ class TestApexMechanics:
 
     def test_runners_keep_sampling_during_slow_updates(self, algo, ray_session):
         algo, _ = algo
-        learner_update = algo.learner_group.update
-
-        def slow_update(*args, **kwargs):
-            time.sleep(0.4)
-            return learner_update(*args, **kwargs)
-
-        algo.learner_group.update = slow_update
+        restore = _slow_learner(algo, 0.4)
         try:
             result = algo.train()
         finally:
-            algo.learner_group.update = learner_update
+            restore()
         apex = result[APEX_RESULTS]
         fragment = 4 * 16
         # The driver sat in (slow) updates nearly all the time, yet every call came with
@@ -487,6 +481,18 @@ class TestApexMechanics:
         assert set(apex["weight_sync_lag_updates"]) == {"runner_1", "runner_2"}
 
 
+def _slow_learner(algo, seconds: float):
+    """Every learner update of ``algo`` takes ``seconds`` longer; returns the undo."""
+    update = algo.learner_group.update
+
+    def slow_update(*args, **kwargs):
+        time.sleep(seconds)
+        return update(*args, **kwargs)
+
+    algo.learner_group.update = slow_update
+    return lambda: setattr(algo.learner_group, "update", update)
+
+
 @pytest.mark.slow
 def test_runners_wait_for_a_slow_learner(ray_session):
     """The replay ratio holds both ways: with the learner slowed down, sampling stays within
@@ -498,13 +504,7 @@ def test_runners_wait_for_a_slow_learner(ray_session):
         .training(training_intensity=intensity, num_steps_sampled_before_learning_starts=200)
         .build()
     )
-    learner_update = algo.learner_group.update
-
-    def slow_update(*args, **kwargs):
-        time.sleep(0.2)
-        return learner_update(*args, **kwargs)
-
-    algo.learner_group.update = slow_update
+    _slow_learner(algo, 0.2)
     try:
         for _ in range(3):
             apex = algo.train()[APEX_RESULTS]
@@ -517,10 +517,9 @@ def test_runners_wait_for_a_slow_learner(ray_session):
     assert apex["replay_ratio"] >= 0.5 * intensity
 
 
-def test_replay_ratio_counts_from_the_learning_start():
-    """Steps sampled before ``num_steps_sampled_before_learning_starts`` are not owed: when
-    learning starts the learner is not in debt, so runners keep sampling (on Pong, with 50k
-    steps before learning, counting from step 0 stopped the runners for minutes)."""
+def _replay_ratio_driver(intensity: float, before_learning: int, batch: int, **counters):
+    """ApexDQN's replay-ratio bookkeeping on a bare object holding ``counters`` (no Ray): the
+    config it reads and the methods under test, bound to it."""
     from types import MethodType, SimpleNamespace
 
     from sweeps.algorithms.apex.algorithm import ApexDQN
@@ -528,20 +527,29 @@ def test_replay_ratio_counts_from_the_learning_start():
     config = (
         ApexDQNConfig()
         .training(
-            training_intensity=1.0,
-            num_steps_sampled_before_learning_starts=50_000,
-            train_batch_size_per_learner=32,
+            training_intensity=intensity,
+            num_steps_sampled_before_learning_starts=before_learning,
+            train_batch_size_per_learner=batch,
         )
         .apex(max_env_steps_sampled_ahead=100)
     )
-    algo = SimpleNamespace(config=config, _sampled=50_000, _trained=0, _steps_not_owed=0)
+    algo = SimpleNamespace(config=config, _steps_not_owed=0, **counters)
     for name in (
         "_learning_started",
         "_sampled_since_learning_started",
         "_updates_due",
         "_sampling_ahead",
+        "_on_shard_restart",
     ):
         setattr(algo, name, MethodType(getattr(ApexDQN, name), algo))
+    return algo
+
+
+def test_replay_ratio_counts_from_the_learning_start():
+    """Steps sampled before ``num_steps_sampled_before_learning_starts`` are not owed: when
+    learning starts the learner is not in debt, so runners keep sampling (on Pong, with 50k
+    steps before learning, counting from step 0 stopped the runners for minutes)."""
+    algo = _replay_ratio_driver(1.0, 50_000, 32, _sampled=50_000, _trained=0)
     assert algo._updates_due() == 0 and not algo._sampling_ahead()
     algo._sampled = 50_000 + 64
     assert algo._updates_due() == 2 and not algo._sampling_ahead()
@@ -557,35 +565,15 @@ def test_a_restarted_shard_does_not_stall_the_runners():
     """A replay shard that comes back empty: the learner owed training it can no longer do
     (its replay is gone) and the runners waited for it; both are let off, runners sample the
     shard's share of the warm-up before the learner owes training again."""
-    from types import MethodType, SimpleNamespace
-
-    from sweeps.algorithms.apex.algorithm import ApexDQN
-
-    config = (
-        ApexDQNConfig()
-        .training(
-            training_intensity=8.0,
-            num_steps_sampled_before_learning_starts=1_000,
-            train_batch_size_per_learner=64,
-        )
-        .apex(max_env_steps_sampled_ahead=100)
-    )
-    algo = SimpleNamespace(
-        config=config,
+    algo = _replay_ratio_driver(
+        8.0,
+        1_000,
+        64,
         _sampled=1_900,
         _trained=1_792,  # owes 900 x 8 - 1,792 = 5,408 env steps of training
-        _steps_not_owed=0,
         _shards=[None, None],
         _shard_steps=[950, 950],
     )
-    for name in (
-        "_learning_started",
-        "_sampled_since_learning_started",
-        "_updates_due",
-        "_sampling_ahead",
-        "_on_shard_restart",
-    ):
-        setattr(algo, name, MethodType(getattr(ApexDQN, name), algo))
     assert algo._sampling_ahead() and algo._updates_due() > 0  # waiting for the learner
     algo._on_shard_restart(0)
     assert algo._shard_steps == [0, 950]

@@ -157,7 +157,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 def _docstring(sweep: Sweep) -> str:
     """The sweep file's module docstring (its description for --help)."""
     module = sys.modules.get(getattr(sweep.make_config, "__module__", ""))
-    return (getattr(module, "__doc__", None) or sweep.description).strip()
+    return (sweep.doc or getattr(module, "__doc__", None) or sweep.description).strip()
 
 
 def build_parser(sweep: Sweep) -> argparse.ArgumentParser:

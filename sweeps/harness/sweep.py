@@ -34,5 +34,8 @@ class Sweep:
     # a flag given on the command line wins, and --smoke's tiny budget wins over them.
     variant_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
     description: str = ""
+    # The --help text, when the sweep is built elsewhere than in its file (sweeps/gym_family.py);
+    # else the docstring of the module that defines ``make_config``.
+    doc: str = ""
     # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
     extra_metrics: tuple[keys.Key, ...] = ()
