@@ -814,7 +814,32 @@ def report(summaries: list[dict[str, Any]]) -> str:
             _driver_totals(every, overhead=False) + " (Overheads: per run above.)",
             "",
         ]
+    process = [r for s in summaries if s["kind"] == "runners" for r in s["runs"]]
+    if process:
+        lines += ["## runners: env steps to the target, faulty / fault-free, per algorithm", ""]
+        lines += [_ratio_line(algo, process) for algo in RUNNER_BUDGET] + [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _ratio_line(algo: str, runs: list[dict[str, Any]]) -> str:
+    """The env-step ratios of an algorithm's runs whose checks passed (a failed run's trial
+    was retried or lost a restart: its ratio measures something else), and their median."""
+    ratios = [
+        r["steps_ratio"]
+        for r in runs
+        if r["algo"] == algo
+        and r["faulty"]["check"]["ok"]
+        and isinstance(r.get("steps_ratio"), float)
+        and not math.isnan(r["steps_ratio"])
+    ]
+    failed = sum(1 for r in runs if r["algo"] == algo and not r["faulty"]["check"]["ok"])
+    if not ratios:
+        return f"- {algo}: no run with passed checks and a fault-free reference"
+    return (
+        f"- {algo}: {', '.join(f'{x:.2f}x' for x in ratios)} over {len(ratios)} run(s) whose "
+        f"checks passed, median {_median(ratios):.2f}x (goal <= 1.2x)"
+        + (f"; {failed} run(s) with failed checks left out" if failed else "")
+    )
 
 
 def _report_run(s: dict[str, Any]) -> list[str]:
