@@ -18,7 +18,8 @@ An env is named the way ``--env`` takes it:
 spaces and spec and closes it; every bad name or config is one ``ValueError``, which the sweeps
 turn into one line and exit code 2. :func:`register` puts the env into Ray Tune's registry under
 its name, so that RLlib's env runners build it with the same :func:`make`. :func:`random_returns`
-measures a uniformly random policy, the report's reference row.
+measures a uniformly random policy, the report's reference row. :func:`check` says whether each
+of the four algorithms can take an env's observation and action spaces (``ACTION_SPACES``).
 """
 
 from __future__ import annotations
@@ -257,3 +258,69 @@ def random_returns(
         "seed": seed,
         "steps": steps,
     }
+
+
+# ------------------------------------------------------------------------------------------------
+# Which of the four algorithms can take an env's spaces
+# ------------------------------------------------------------------------------------------------
+
+# What each algorithm's action head takes.
+ACTION_SPACES: dict[str, tuple[type, ...]] = {
+    "dqn": (gym.spaces.Discrete,),
+    "apex": (gym.spaces.Discrete,),
+    "impala": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
+    "appo": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
+}
+# Observation spaces RLlib's FlattenObservations turns into one vector (or an ALE frame stack).
+OBSERVATION_SPACES: tuple[type, ...] = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+    gym.spaces.Dict,
+    gym.spaces.Tuple,
+)
+NAMES = {"dqn": "DQN", "apex": "Ape-X", "impala": "IMPALA", "appo": "APPO"}
+
+
+def _fits(space: gym.Space, kinds: tuple[type, ...]) -> bool:
+    if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple):
+        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
+        return all(_fits(part, kinds) for part in parts)
+    return isinstance(space, kinds)
+
+
+def check(algos: str | list[str], env: Any) -> None:
+    """A ``ValueError`` (one line: why, and which algorithms fit) when one of ``algos`` cannot
+    take ``env``'s (``envs.gym.GymEnv``) observation or action space."""
+    algos = [algos] if isinstance(algos, str) else list(algos)
+    if not _fits(env.observation_space, OBSERVATION_SPACES):
+        raise ValueError(
+            f"--env {env.name}: observation space {env.observation_space} cannot be fed to a "
+            "network (Box, Discrete, MultiDiscrete, MultiBinary, or a Dict/Tuple of them)"
+        )
+    refused = [a for a in algos if not isinstance(env.action_space, ACTION_SPACES[a])]
+    if not refused:
+        return
+    discrete_only = all(ACTION_SPACES[a] == (gym.spaces.Discrete,) for a in refused)
+    names = " and ".join(NAMES[a] for a in refused)
+    need = "need" if len(refused) > 1 else "needs"
+    why = (
+        f"{names} {need} Discrete actions"
+        if discrete_only
+        else f"{names} take(s) Discrete, MultiDiscrete or Box actions only"
+    )
+    fit = algos_that_fit(env)
+    raise ValueError(
+        f"--env {env.name} has a {type(env.action_space).__name__} action space "
+        f"({env.action_space}): {why}; "
+        + (
+            f"algorithms that fit: {', '.join(NAMES[a] for a in fit)} (--algos {','.join(fit)})"
+            if fit
+            else "none of the four algorithms fits"
+        )
+    )
+
+
+def algos_that_fit(env: Any) -> list[str]:
+    return [a for a, kinds in ACTION_SPACES.items() if isinstance(env.action_space, kinds)]

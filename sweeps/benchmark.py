@@ -280,8 +280,7 @@ def _check_env(args: argparse.Namespace) -> None:
             f"--variant: {args.env} has no variants (only the cab env has); pass the env's own "
             "settings with --env-config '{...}'"
         )
-    from envs.gym import resolve
-    from sweeps.gym_family import check
+    from envs.gym import check, resolve
 
     args.env_config = args.env_config or {}
     try:

@@ -3,8 +3,8 @@
 rl-baselines3-zoo keeps one hyperparameter file per algorithm, keyed by env id, with a default
 for everything else; this is that "everything else" for DQN, Ape-X, IMPALA and APPO, as data:
 ``TUNED[algo]`` (the config the sweep's first trial and the benchmark run), ``SAMPLERS[algo]``
-(its Optuna search space around those values), and what each algorithm can take
-(``ACTION_SPACES``, checked by :func:`check` before Ray starts). ``sweeps/<algo>_gym.py`` builds
+(its Optuna search space around those values). What each algorithm can take is checked before
+Ray starts by ``envs.gym.check``. ``sweeps/<algo>_gym.py`` builds
 the config from these and states nothing else.
 
 The defaults are tuned on ``CartPole-v1`` on a 2-core machine, one trial at a time: small MLPs
@@ -26,71 +26,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-import gymnasium as gym
-
 from sweeps.harness.sweep import Sweep
-
-# What each algorithm's action head takes.
-ACTION_SPACES: dict[str, tuple[type, ...]] = {
-    "dqn": (gym.spaces.Discrete,),
-    "apex": (gym.spaces.Discrete,),
-    "impala": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
-    "appo": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
-}
-# Observation spaces RLlib's FlattenObservations turns into one vector (or an ALE frame stack).
-OBSERVATION_SPACES: tuple[type, ...] = (
-    gym.spaces.Box,
-    gym.spaces.Discrete,
-    gym.spaces.MultiDiscrete,
-    gym.spaces.MultiBinary,
-    gym.spaces.Dict,
-    gym.spaces.Tuple,
-)
-NAMES = {"dqn": "DQN", "apex": "Ape-X", "impala": "IMPALA", "appo": "APPO"}
-
-
-def _fits(space: gym.Space, kinds: tuple[type, ...]) -> bool:
-    if isinstance(space, gym.spaces.Dict | gym.spaces.Tuple):
-        parts = space.spaces.values() if isinstance(space, gym.spaces.Dict) else space.spaces
-        return all(_fits(part, kinds) for part in parts)
-    return isinstance(space, kinds)
-
-
-def check(algos: str | list[str], env: Any) -> None:
-    """A ``ValueError`` (one line: why, and which algorithms fit) when one of ``algos`` cannot
-    take ``env``'s (``envs.gym.GymEnv``) observation or action space."""
-    algos = [algos] if isinstance(algos, str) else list(algos)
-    if not _fits(env.observation_space, OBSERVATION_SPACES):
-        raise ValueError(
-            f"--env {env.name}: observation space {env.observation_space} cannot be fed to a "
-            "network (Box, Discrete, MultiDiscrete, MultiBinary, or a Dict/Tuple of them)"
-        )
-    refused = [a for a in algos if not isinstance(env.action_space, ACTION_SPACES[a])]
-    if not refused:
-        return
-    discrete_only = all(ACTION_SPACES[a] == (gym.spaces.Discrete,) for a in refused)
-    names = " and ".join(NAMES[a] for a in refused)
-    need = "need" if len(refused) > 1 else "needs"
-    why = (
-        f"{names} {need} Discrete actions"
-        if discrete_only
-        else f"{names} take(s) Discrete, MultiDiscrete or Box actions only"
-    )
-    fit = algos_that_fit(env)
-    raise ValueError(
-        f"--env {env.name} has a {type(env.action_space).__name__} action space "
-        f"({env.action_space}): {why}; "
-        + (
-            f"algorithms that fit: {', '.join(NAMES[a] for a in fit)} (--algos {','.join(fit)})"
-            if fit
-            else "none of the four algorithms fits"
-        )
-    )
-
-
-def algos_that_fit(env: Any) -> list[str]:
-    return [a for a, kinds in ACTION_SPACES.items() if isinstance(env.action_space, kinds)]
-
 
 # ------------------------------------------------------------------------------------------------
 # Tuned defaults, per algorithm (training settings; env-runner settings in RUNNERS)
@@ -166,7 +102,7 @@ HIDDENS: tuple[int, ...] = (64, 64)
 def make_config(algo: str, args: argparse.Namespace) -> Any:
     """The algorithm's config with its generic tuned defaults on ``--env`` (checked: a
     ``ValueError`` when the env cannot be built or the algorithm cannot take its spaces)."""
-    from envs.gym import resolve
+    from envs.gym import check, resolve
     from sweeps.harness import workloads
 
     env = resolve(args.env, args.env_config)

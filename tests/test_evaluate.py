@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from sweeps import evaluate
+from sweeps.harness import greedy
 
 
 def test_ci95_is_students_t_interval() -> None:
-    mean, half = evaluate.ci95([1.0, 2.0, 3.0, 4.0, 5.0])
+    mean, half = greedy.ci95([1.0, 2.0, 3.0, 4.0, 5.0])
     assert mean == 3.0
     assert half == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5), rel=1e-4)
-    assert math.isnan(evaluate.ci95([7.0])[1]) and evaluate.ci95([7.0])[0] == 7.0
+    assert math.isnan(greedy.ci95([7.0])[1]) and greedy.ci95([7.0])[0] == 7.0
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys) -> None:

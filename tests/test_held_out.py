@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from sweeps import evaluate
-from sweeps.harness import final, keys
+from sweeps.harness import final, greedy, keys
 
 
 def _trial_with_checkpoint(folder: Path, env_id: str = "Cabs-v0") -> Path:
     """A trial folder as Tune leaves it: params.json and a checkpoint holding the RLModule
-    (a fresh, seeded DQN Q-network on the cab env) where ``evaluate.load_module`` reads it."""
+    (a fresh, seeded DQN Q-network on the cab env) where ``greedy.load_module`` reads it."""
     import torch
     from ray.rllib.algorithms.dqn import DQNConfig
     from ray.rllib.core import (
@@ -43,16 +43,16 @@ def _trial_with_checkpoint(folder: Path, env_id: str = "Cabs-v0") -> Path:
 
 def test_paired_percentage_of_the_optimum() -> None:
     optimal = [3000.0, 2900.0, 3100.0]
-    pct, half = evaluate.pct_of_optimum(optimal, optimal)
+    pct, half = greedy.pct_of_optimum(optimal, optimal)
     assert pct == pytest.approx(100.0) and half == pytest.approx(0.0)
-    pct, half = evaluate.pct_of_optimum([2970.0, 2870.0, 3070.0], optimal)  # 30 below each
+    pct, half = greedy.pct_of_optimum([2970.0, 2870.0, 3070.0], optimal)  # 30 below each
     assert pct == pytest.approx(99.0) and half == pytest.approx(0.0, abs=1e-9)
-    pct, half = evaluate.pct_of_optimum([2900.0, 2900.0, 3100.0], optimal)
+    pct, half = greedy.pct_of_optimum([2900.0, 2900.0, 3100.0], optimal)
     assert pct == pytest.approx(100.0 * 8900 / 9000) and half > 0
 
 
 def test_references_are_measured_on_the_same_episodes() -> None:
-    record = evaluate.held_out_record([2900.0] * 60, "Cabs-v0", {}, evaluate.HELD_OUT_SEED)
+    record = greedy.held_out_record([2900.0] * 60, "Cabs-v0", {}, greedy.HELD_OUT_SEED)
     refs = record["references"]
     assert set(refs) == {"random", "heuristic", "optimum"}
     assert refs["optimum"]["pct_of_optimum"] == pytest.approx(100.0)
@@ -62,13 +62,13 @@ def test_references_are_measured_on_the_same_episodes() -> None:
     assert 97.0 < refs["heuristic"]["pct_of_optimum"] < 99.5
     assert refs["random"]["pct_of_optimum"] < 10.0
     assert record["pct_of_optimum"] == pytest.approx(100.0 * 2900.0 / refs["optimum"]["mean"])
-    assert record["seeds"] == list(range(evaluate.HELD_OUT_SEED, evaluate.HELD_OUT_SEED + 60))
+    assert record["seeds"] == list(range(greedy.HELD_OUT_SEED, greedy.HELD_OUT_SEED + 60))
 
 
 def test_same_checkpoint_and_episodes_give_the_same_figure(tmp_path) -> None:
     trial = _trial_with_checkpoint(tmp_path / "trial")
-    first = evaluate.evaluate_trial(trial, 50, evaluate.HELD_OUT_SEED)
-    again = evaluate.evaluate_trial(trial, 50, evaluate.HELD_OUT_SEED)
+    first = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED)
+    again = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED)
     assert first is not None and again is not None
     assert first["checkpoint"] == "checkpoint_000003" and first["episodes"] == 50
     assert again["returns"] == first["returns"]
@@ -76,7 +76,7 @@ def test_same_checkpoint_and_episodes_give_the_same_figure(tmp_path) -> None:
     assert math.isfinite(first["ci95_half_width"])
     written = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
     assert written["returns"] == first["returns"] and "references" in written
-    other = evaluate.evaluate_trial(trial, 50, evaluate.HELD_OUT_SEED + 50)
+    other = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED + 50)
     assert other["returns"] != first["returns"]  # other episodes, another figure
 
 
@@ -104,7 +104,7 @@ def test_the_pick_is_the_held_out_best_not_the_noisy_maximum(tmp_path, monkeypat
         mean = held_out_means[trial_dir.name]
         return {"checkpoint": "checkpoint_000001", "mean": mean, "ci95_half_width": 5.0}
 
-    monkeypatch.setattr(evaluate, "evaluate_trial", fake_evaluate_trial)
+    monkeypatch.setattr(greedy, "evaluate_trial", fake_evaluate_trial)
     found = final.evaluate_best(results, keys.GREEDY_RETURN, 100, 7)
     assert [name for name, _, _ in played] == ["lucky", "steady"]
     assert {(e, s) for _, e, s in played} == {(100, 7)}  # the same episodes for every trial
@@ -118,7 +118,7 @@ def test_the_pick_is_the_held_out_best_not_the_noisy_maximum(tmp_path, monkeypat
 def test_a_trial_without_checkpoint_is_not_picked(tmp_path, monkeypatch) -> None:
     results = [_result("pruned", 2950.0, tmp_path), _result("survivor", 2940.0, tmp_path)]
     monkeypatch.setattr(
-        evaluate,
+        greedy,
         "evaluate_trial",
         lambda d, e, s: None if d.name == "pruned" else {"mean": 2900.0, "ci95_half_width": 1.0},
     )
@@ -133,8 +133,8 @@ def test_a_greedy_policy_of_the_optimum_scores_100_percent() -> None:
     from envs.optimum import solve
     from envs.policies import episode_returns
 
-    returns = episode_returns(solve(0).policy(), {}, 50, evaluate.HELD_OUT_SEED)
-    record = evaluate.held_out_record(returns.tolist(), "Cabs-v0", {}, evaluate.HELD_OUT_SEED)
+    returns = episode_returns(solve(0).policy(), {}, 50, greedy.HELD_OUT_SEED)
+    record = greedy.held_out_record(returns.tolist(), "Cabs-v0", {}, greedy.HELD_OUT_SEED)
     assert record["pct_of_optimum"] == pytest.approx(100.0)
     assert np.isclose(record["pct_ci95_half_width"], 0.0)
 

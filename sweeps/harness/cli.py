@@ -385,8 +385,7 @@ def add_gym_arguments(group: Any, *, without_variant_flags: bool = False) -> Non
 def check_gym_env(sweep: Sweep, args: argparse.Namespace) -> None:
     """The generic workload's env, built once and checked against the algorithm before Ray
     starts: a UsageError (one line) when it cannot be built or the algorithm cannot take it."""
-    from envs.gym import resolve
-    from sweeps.gym_family import check
+    from envs.gym import check, resolve
 
     try:
         check(sweep.algo, resolve(args.env, args.env_config))

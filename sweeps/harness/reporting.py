@@ -384,7 +384,7 @@ def print_best(best: Any, record: dict[str, Any], judged_column: str, held_out: 
         + (" (by the held-out mean)" if held_out else "")
     )
     if held_out is not None:
-        from sweeps.evaluate import describe
+        from sweeps.harness.greedy import describe
 
         print(f"[sweep]   final policy, held out: {describe(held_out.record)}")
     print(

@@ -1,0 +1,199 @@
+"""Greedy evaluation of a trial's final policy on fixed, seeded (held-out) episodes: the figure
+the end of a sweep picks its best trial by (``final.py``) and ``python -m sweeps.evaluate`` writes
+for any run folder (``sweeps/evaluate.py``, whose docstring says how it is made).
+
+``evaluate_trial`` loads a trial's last checkpoint, plays the episodes with inference batched over
+them, and writes ``final_evaluation.json``; on the cab env ``held_out_record`` adds the reference
+policies on the same episodes and the paired % of the optimum.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sweeps.harness.common import EVALUATION_FILE, atomic_write_text
+
+# Student's t at 97.5% for 1..30 degrees of freedom (a 95% two-sided interval); 1.96 beyond.
+_T975 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+
+
+def ci95(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and the half-width of its 95% confidence interval (NaN for fewer than 2 values)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2:
+        return (float(v.mean()) if len(v) else math.nan), math.nan
+    t = _T975[len(v) - 2] if len(v) - 1 <= len(_T975) else 1.96
+    return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(len(v)))
+
+
+def last_checkpoint(trial_dir: Path) -> Path | None:
+    checkpoints = sorted(trial_dir.glob("checkpoint_*"))
+    return checkpoints[-1] if checkpoints else None
+
+
+def load_module(checkpoint: Path) -> Any:
+    from ray.rllib.core import (
+        COMPONENT_LEARNER,
+        COMPONENT_LEARNER_GROUP,
+        COMPONENT_RL_MODULE,
+        DEFAULT_MODULE_ID,
+    )
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    path = checkpoint.resolve() / COMPONENT_LEARNER_GROUP / COMPONENT_LEARNER / COMPONENT_RL_MODULE
+    return RLModule.from_checkpoint(path / DEFAULT_MODULE_ID)
+
+
+def greedy_actions(module: Any, obs: Any) -> np.ndarray:
+    """The module's greedy action for each observation of a batch."""
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+    with torch.no_grad():
+        out = module.forward_inference({Columns.OBS: convert_to_torch_tensor(obs)})
+    if Columns.ACTIONS in out:
+        return np.asarray(out[Columns.ACTIONS])
+    return out[Columns.ACTION_DIST_INPUTS].argmax(dim=-1).numpy()
+
+
+def play(module: Any, env_id: str, env_config: dict, episodes: int, seed: int) -> list[float]:
+    """Returns of ``episodes`` greedy episodes, the i-th reset with seed ``seed + i``, played
+    side by side in one vector env (each sub-env's first episode counts)."""
+    import gymnasium as gym
+
+    import envs
+
+    vector_env = gym.vector.SyncVectorEnv(
+        [lambda: envs.make(env_id, env_config) for _ in range(episodes)],
+        autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
+    )
+    obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])
+    returns = np.zeros(episodes)
+    running = np.ones(episodes, dtype=bool)
+    while running.any():
+        obs, reward, terminated, truncated, _ = vector_env.step(greedy_actions(module, obs))
+        returns += np.where(running, reward, 0.0)
+        running &= ~(terminated | truncated)
+    vector_env.close()
+    return returns.tolist()
+
+
+@functools.lru_cache(maxsize=8)
+def _cab_references(env_config_json: str, episodes: int, seed: int) -> dict[str, list[float]]:
+    from envs.policies import reference_episode_returns
+
+    return reference_episode_returns(json.loads(env_config_json), episodes, seed)
+
+
+def cab_config(env_id: str, env_config: dict) -> dict | None:
+    """The cab env config (``tm_seed``, ``requests``) of ``env_id``, or None for other envs."""
+    import envs
+
+    if env_id not in (envs.CABS, envs.CABS_REQUESTS):
+        return None
+    return {"tm_seed": int(env_config.get("tm_seed", 0)), "requests": env_id == envs.CABS_REQUESTS}
+
+
+def pct_of_optimum(returns: Sequence[float], optimal: Sequence[float]) -> tuple[float, float]:
+    """``returns`` as % of the optimal policy's returns on the same episodes: 100 x mean /
+    mean optimal, and the half-width of its paired 95% interval (Student's t over the
+    per-episode gaps ``returns - optimal``, divided by the optimal mean)."""
+    optimal_mean = float(np.mean(optimal))
+    gap, half = ci95(np.asarray(returns, dtype=float) - np.asarray(optimal, dtype=float))
+    return 100.0 * (1.0 + gap / optimal_mean), 100.0 * half / abs(optimal_mean)
+
+
+def held_out_record(
+    returns: Sequence[float], env_id: str, env_config: dict, seed: int
+) -> dict[str, Any]:
+    """The held-out figure of a policy's ``returns`` on the episodes seeded ``seed``, ... : mean,
+    95% interval and, on the cab env, % of the optimum with the reference policies on the same
+    episodes (mean and % of optimum each)."""
+    episodes = len(returns)
+    mean, half_width = ci95(returns)
+    record: dict[str, Any] = {
+        "env": env_id,
+        "env_config": env_config,
+        "policy": "greedy (arg-max of the module's action distribution inputs or Q-values)",
+        "episodes": episodes,
+        "seeds": [seed + i for i in range(episodes)],
+        "returns": list(map(float, returns)),
+        "mean": mean,
+        "ci95_half_width": half_width,
+    }
+    cab = cab_config(env_id, env_config)
+    if cab is not None:
+        from envs.optimum import optimum_value
+
+        refs = _cab_references(json.dumps(cab, sort_keys=True), episodes, seed)
+        pct, pct_half = pct_of_optimum(returns, refs["optimum"])
+        variant = "requests" if cab["requests"] else "base"
+        record.update(
+            pct_of_optimum=pct,
+            pct_ci95_half_width=pct_half,
+            exact_optimum=float(optimum_value(variant, tm_seed=cab["tm_seed"])),
+            references={
+                name: {
+                    "mean": float(np.mean(values)),
+                    "pct_of_optimum": pct_of_optimum(values, refs["optimum"])[0],
+                }
+                for name, values in refs.items()
+            },
+        )
+    return record
+
+
+def evaluate_module(
+    module: Any, env_id: str, env_config: dict, episodes: int, seed: int
+) -> dict[str, Any]:
+    """:func:`held_out_record` of ``module``'s greedy policy (in memory, e.g. a learner's)."""
+    started = time.perf_counter()
+    record = held_out_record(
+        play(module, env_id, env_config, episodes, seed), env_id, env_config, seed
+    )
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    return record
+
+
+def evaluate_trial(trial_dir: Path, episodes: int, seed: int) -> dict[str, Any] | None:
+    """Evaluate one trial's last checkpoint and write EVALUATION_FILE; None without one."""
+    checkpoint = last_checkpoint(trial_dir)
+    if checkpoint is None:
+        return None
+    params = json.loads((trial_dir / "params.json").read_text())
+    env_id, env_config = params["env"], dict(params.get("env_config") or {})
+    started = time.perf_counter()
+    record = {
+        "checkpoint": checkpoint.name,
+        **evaluate_module(load_module(checkpoint), env_id, env_config, episodes, seed),
+    }
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    atomic_write_text(trial_dir / EVALUATION_FILE, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def describe(record: dict[str, Any]) -> str:
+    """One line: the held-out mean with its interval, and % of optimum where known."""
+    text = (
+        f"mean {record['mean']:.1f} ± {record['ci95_half_width']:.1f} (95% CI) over "
+        f"{record['episodes']} held-out episodes"
+    )
+    if "pct_of_optimum" in record:
+        text += (
+            f" = {record['pct_of_optimum']:.2f}% ± {record['pct_ci95_half_width']:.2f} of the "
+            "optimum on the same episodes"
+        )
+    return text
