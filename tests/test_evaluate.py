@@ -12,6 +12,7 @@ import pytest
 
 from sweeps import evaluate
 from sweeps.harness import greedy
+from sweeps.harness.common import EVALUATION_FILE
 
 
 def test_ci95_is_students_t_interval() -> None:
@@ -50,11 +51,11 @@ def finished_sweep(tmp_path_factory, _ray_session_end) -> Path:
 def test_same_checkpoint_same_episodes_same_returns(finished_sweep, capsys) -> None:
     assert evaluate.main([str(finished_sweep), "--episodes", "3", "--seed", "7"]) == 0
     (trial,) = evaluate.trial_dirs([finished_sweep])
-    first = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
+    first = json.loads((trial / EVALUATION_FILE).read_text())
     assert first["episodes"] == 3 and first["seeds"] == [7, 8, 9] and len(first["returns"]) == 3
     assert first["checkpoint"].startswith("checkpoint_")
     assert evaluate.main([str(finished_sweep), "--episodes", "3", "--seed", "7"]) == 0
-    again = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
+    again = json.loads((trial / EVALUATION_FILE).read_text())
     assert again["returns"] == first["returns"] and again["mean"] == first["mean"]
     assert "95% CI" in capsys.readouterr().out
 

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sweeps import evaluate
 from sweeps.harness import final, greedy, keys
+from sweeps.harness.common import EVALUATION_FILE, HELD_OUT_SEED
 
 
 def _trial_with_checkpoint(folder: Path, env_id: str = "Cabs-v0") -> Path:
@@ -52,7 +52,7 @@ def test_paired_percentage_of_the_optimum() -> None:
 
 
 def test_references_are_measured_on_the_same_episodes() -> None:
-    record = greedy.held_out_record([2900.0] * 60, "Cabs-v0", {}, greedy.HELD_OUT_SEED)
+    record = greedy.held_out_record([2900.0] * 60, "Cabs-v0", {}, HELD_OUT_SEED)
     refs = record["references"]
     assert set(refs) == {"random", "heuristic", "optimum"}
     assert refs["optimum"]["pct_of_optimum"] == pytest.approx(100.0)
@@ -62,21 +62,21 @@ def test_references_are_measured_on_the_same_episodes() -> None:
     assert 97.0 < refs["heuristic"]["pct_of_optimum"] < 99.5
     assert refs["random"]["pct_of_optimum"] < 10.0
     assert record["pct_of_optimum"] == pytest.approx(100.0 * 2900.0 / refs["optimum"]["mean"])
-    assert record["seeds"] == list(range(greedy.HELD_OUT_SEED, greedy.HELD_OUT_SEED + 60))
+    assert record["seeds"] == list(range(HELD_OUT_SEED, HELD_OUT_SEED + 60))
 
 
 def test_same_checkpoint_and_episodes_give_the_same_figure(tmp_path) -> None:
     trial = _trial_with_checkpoint(tmp_path / "trial")
-    first = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED)
-    again = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED)
+    first = greedy.evaluate_trial(trial, 50, HELD_OUT_SEED)
+    again = greedy.evaluate_trial(trial, 50, HELD_OUT_SEED)
     assert first is not None and again is not None
     assert first["checkpoint"] == "checkpoint_000003" and first["episodes"] == 50
     assert again["returns"] == first["returns"]
     assert again["mean"] == first["mean"] and again["pct_of_optimum"] == first["pct_of_optimum"]
     assert math.isfinite(first["ci95_half_width"])
-    written = json.loads((trial / evaluate.EVALUATION_FILE).read_text())
+    written = json.loads((trial / EVALUATION_FILE).read_text())
     assert written["returns"] == first["returns"] and "references" in written
-    other = greedy.evaluate_trial(trial, 50, greedy.HELD_OUT_SEED + 50)
+    other = greedy.evaluate_trial(trial, 50, HELD_OUT_SEED + 50)
     assert other["returns"] != first["returns"]  # other episodes, another figure
 
 
@@ -133,8 +133,8 @@ def test_a_greedy_policy_of_the_optimum_scores_100_percent() -> None:
     from envs.optimum import solve
     from envs.policies import episode_returns
 
-    returns = episode_returns(solve(0).policy(), {}, 50, greedy.HELD_OUT_SEED)
-    record = greedy.held_out_record(returns.tolist(), "Cabs-v0", {}, greedy.HELD_OUT_SEED)
+    returns = episode_returns(solve(0).policy(), {}, 50, HELD_OUT_SEED)
+    record = greedy.held_out_record(returns.tolist(), "Cabs-v0", {}, HELD_OUT_SEED)
     assert record["pct_of_optimum"] == pytest.approx(100.0)
     assert np.isclose(record["pct_ci95_half_width"], 0.0)
 
