@@ -723,6 +723,10 @@ def process_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, An
         base = [
             *("--num-samples", "1", "--num-env-runners", "1", "--seed", str(args.seed)),
             *("--stop-timesteps", str(budget), "--progress-interval-s", "600"),
+            # 1-s iterations for every algorithm: the greedy evaluation, and so the env steps to
+            # the target, is read once an iteration (IMPALA's own iterations on the cab env are
+            # ~100k env steps, too coarse to compare a faulty run with a fault-free one).
+            *("--iteration-s", "1"),
         ]
         entry: dict[str, Any] = {"algo": algo, "seed": args.seed, "stop_timesteps": budget}
         for label in ("baseline", "faulty") if args.baseline else ("faulty",):
