@@ -289,19 +289,24 @@ def test_report_counts_interruptions_per_run_and_over_all_runs():
     assert "median" not in together  # overheads only per run: runs of different budgets
 
 
-def test_report_takes_env_step_ratios_only_from_runs_whose_checks_passed():
+def test_report_takes_env_step_ratios_from_the_latest_run_whose_checks_passed():
     faults = _faults_module()
 
-    def run(algo: str, ratio: float, ok: bool) -> dict:
+    def run(algo: str, seed: int, ratio: float, ok: bool) -> dict:
         check = {"ok": ok, "problems": [] if ok else ["1 kills, 0 counted"], "tune_retries": 0}
         faulty = {"rc": 0, "kills": [{"pid": 1, "at_s": 1.0}], "wall_s": 9.0, "check": check}
         faulty["steps_to_target"] = 1000.0 * ratio
         base = {"steps_to_target": 1000.0, "wall_s": 8.0}
-        return {"algo": algo, "faulty": faulty, "baseline": base, "steps_ratio": ratio}
+        return {"algo": algo, "seed": seed, "faulty": faulty, "baseline": base} | {
+            "steps_ratio": ratio
+        }
 
-    summary = _driver_summary("x", ["SIGKILL"], 2.0, 1.0)
-    summary |= {"kind": "runners", "runs": [run("dqn", 2.8, True), run("dqn", 0.7, True)]}
-    summary["runs"] += [run("dqn", 1.1, True), run("impala", 0.8, False)]
-    text = faults.report([summary])
-    assert "- dqn: 2.80x, 0.70x, 1.10x over 3 run(s) whose checks passed, median 1.10x" in text
+    first = _driver_summary("first", ["SIGKILL"], 2.0, 1.0)
+    first |= {"kind": "runners", "runs": [run("dqn", 0, 2.8, True), run("dqn", 1, 0.7, True)]}
+    first["runs"] += [run("dqn", 2, 1.1, True), run("impala", 0, 0.8, False)]
+    later = _driver_summary("later", ["SIGKILL", "SIGINT"], 2.0, 1.0)  # started after `first`
+    later |= {"kind": "runners", "runs": [run("dqn", 0, 1.3, True), run("appo", 0, 0.9, False)]}
+    text = faults.report([later, first])
+    assert "- dqn: 1.30x, 0.70x, 1.10x over 3 run(s) whose checks passed, median 1.10x" in text
     assert "- impala: no run with passed checks and a fault-free reference" in text
+    assert "- appo: no run with passed checks" in text
