@@ -182,15 +182,16 @@ def path_storage(path: str):
 
 @pytest.mark.slow
 def test_sweep_survives_random_interruptions(tmp_path):
-    """benchmarks/faults.py's driver faults on a tiny sweep (2 DQN trials of 8 iterations,
-    checkpoints every 2): SIGKILL of the process group, SIGINT, SIGTERM at random moments (seed
-    10: a SIGTERM while training, a SIGINT during start-up, a SIGKILL while training), each
-    followed by --resume from the path alone; then every check passes."""
+    """benchmarks/faults.py's driver faults on a tiny sweep (2 DQN trials of 24 iterations,
+    checkpoints every 2; with 8, a quiet machine finished the sweep before the first fault):
+    SIGKILL of the process group, SIGINT, SIGTERM at random moments (seed 10: a SIGTERM while
+    training, a SIGINT during start-up, a SIGKILL while training), each followed by --resume
+    from the path alone; then every check passes."""
     faults = _faults_module()
     folder = tmp_path / "exp"
     argv = [
-        *("--num-samples", "2", "--stop-timesteps", "8000", "--checkpoint-freq", "2"),
-        *("--scheduler", "fifo"),  # every trial runs its 8 iterations: faults land mid-trial
+        *("--num-samples", "2", "--stop-timesteps", "24000", "--checkpoint-freq", "2"),
+        *("--scheduler", "fifo"),  # every trial runs its 24 iterations: faults land mid-trial
         *("--eval-episodes", "1", "--progress-interval-s", "600", "--seed", "0"),
         *("--storage-path", str(tmp_path), "--name", "exp"),
         *("--optuna-storage", str(tmp_path / "exp.journal")),
