@@ -159,13 +159,13 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 
 
 def _held_out(algo: Any, args: argparse.Namespace, last: dict[str, Any]) -> dict[str, Any]:
-    """The sweep's end-of-run figure (``sweeps.evaluate``) of the learner's current network:
-    % of the optimum over ``--held-out`` fixed episodes, the optimal policy on the same ones."""
-    from sweeps import evaluate
+    """The sweep's end-of-run figure (``sweeps.harness.greedy``) of the learner's current
+    network: % of the optimum over ``--held-out`` fixed episodes, the optimal policy on the same
+    ones."""
+    from sweeps.harness.common import HELD_OUT_SEED
+    from sweeps.harness.greedy import evaluate_module
 
-    record = evaluate.evaluate_module(
-        learner_module(algo), args.env, {}, args.held_out, evaluate.HELD_OUT_SEED
-    )
+    record = evaluate_module(learner_module(algo), args.env, {}, args.held_out, HELD_OUT_SEED)
     last["held_out_pct"] = round(record["pct_of_optimum"], 2)
     return {"sampled": last["sampled"], "pct": last["held_out_pct"]}
 
