@@ -308,6 +308,9 @@ def test_report_takes_env_step_ratios_from_the_latest_run_whose_checks_passed():
     later = _driver_summary("later", ["SIGKILL", "SIGINT"], 2.0, 1.0)  # started after `first`
     later |= {"kind": "runners", "runs": [run("dqn", 0, 1.3, True), run("appo", 0, 0.9, False)]}
     text = faults.report([later, first])
-    assert "- dqn: 1.30x, 0.70x, 1.10x over 3 run(s) whose checks passed, median 1.10x" in text
+    assert (
+        "- dqn: 1.30x, 0.70x, 1.10x over 3 run(s) whose checks passed, median 1.10x, "
+        "geometric mean 1.00x"
+    ) in text
     assert "- impala: no run with passed checks and a fault-free reference" in text
     assert "- appo: no run with passed checks" in text
