@@ -212,6 +212,13 @@ def _observation_table(size: int) -> np.ndarray:
     return table
 
 
+def base_observations() -> np.ndarray:
+    """The base variant's observation of every state index: a read-only ``(840, 36)`` array
+    whose row ``s`` is what the env shows in state ``s`` (for evaluating a policy on all states
+    at once, e.g. :func:`envs.optimum.evaluate_policy`)."""
+    return _observation_table(OBS_SIZE)
+
+
 # --------------------------------------------------------------------------- the env
 
 

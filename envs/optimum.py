@@ -199,6 +199,72 @@ def discounted_greedy_value(gamma: float, tm_seed: int = 0, requests: bool = Fal
     return float(actual[0].mean())
 
 
+@dataclass(frozen=True)
+class PolicyValue:
+    """The exact value of a deterministic policy on the base variant (:func:`evaluate_policy`).
+
+    Attributes:
+        value: its expected month's return from the uniform start.
+        optimum: the optimal policy's, :attr:`Solution.value`.
+        lost_by_hour: ``(720,)``: the expected return lost to the optimum by the actions taken
+            at each hours-used level, ``sum_s P(h, s) * (V[h, s] - Q[h, s, policy])``; it sums to
+            ``optimum - value`` (the performance-difference identity), so it says *when* in the
+            month a policy loses what it loses.
+    """
+
+    value: float
+    optimum: float
+    lost_by_hour: np.ndarray
+
+    @property
+    def pct_of_optimum(self) -> float:
+        return 100.0 * self.value / self.optimum
+
+    def pct_lost(self, start: int, stop: int = EPISODE_HOURS) -> float:
+        """% of the optimum lost by the actions taken at hours used ``start .. stop - 1``."""
+        return 100.0 * float(self.lost_by_hour[start:stop].sum()) / self.optimum
+
+
+def evaluate_policy(actions: np.ndarray, tm_seed: int = 0) -> PolicyValue:
+    """Evaluate a deterministic base-variant policy exactly (no sampling noise), in milliseconds.
+
+    ``actions`` is ``(840,)`` (a stationary policy, e.g. the greedy policy of a Q-function that
+    does not see the month's clock, or the heuristic) or ``(720, 840)`` (by hours used), of
+    action indices ``0..24`` by state index. Raises ValueError on another shape or value.
+    """
+    pi = np.asarray(actions)
+    if pi.shape == (NUM_STATES,):
+        pi = np.broadcast_to(pi, (EPISODE_HOURS, NUM_STATES))
+    if pi.shape != (EPISODE_HOURS, NUM_STATES) or pi.dtype.kind not in "iu":
+        raise ValueError(
+            f"actions must be integers of shape ({NUM_STATES},) or ({EPISODE_HOURS}, "
+            f"{NUM_STATES}), got {pi.dtype} {pi.shape}"
+        )
+    if pi.min() < 0 or pi.max() >= NUM_LOCATIONS * NUM_LOCATIONS:
+        raise ValueError(f"actions must be in 0..{NUM_LOCATIONS * NUM_LOCATIONS - 1}")
+    c, solution = city(tm_seed), solve(tm_seed, False)
+    states = np.arange(NUM_STATES)
+    padded = np.zeros((EPISODE_HOURS + MAX_STEP_HOURS, NUM_STATES))
+    for h in range(EPISODE_HOURS - 1, -1, -1):
+        a = pi[h]
+        padded[h] = c.reward[states, a] + padded[h + c.hours[states, a], c.next_state[states, a]]
+    # Occupancy of (hours used, state) from the uniform start, and what each level's actions lose.
+    occupancy = np.zeros_like(padded)
+    occupancy[0] = 1.0 / NUM_STATES
+    lost = np.zeros(EPISODE_HOURS)
+    for h in range(EPISODE_HOURS):
+        a = pi[h]
+        np.add.at(occupancy, (h + c.hours[states, a], c.next_state[states, a]), occupancy[h])
+        q = (
+            c.reward[states, a]
+            + solution._V_padded[h + c.hours[states, a], c.next_state[states, a]]
+        )
+        lost[h] = float(occupancy[h] @ (solution.V[h] - q))
+    value = float(padded[0].mean())
+    lost.flags.writeable = False
+    return PolicyValue(value, solution.value, lost)
+
+
 def optimum_value(variant: str, tm_seed: int = 0) -> float:
     """Optimal expected return of ``variant`` (``"base"`` or ``"requests"``) from the start."""
     return solve(tm_seed, is_request_variant(variant)).value

@@ -105,6 +105,10 @@ class HeuristicPolicy:
     def reset(self) -> None:
         """Nothing to reset: the policy is memoryless."""
 
+    def base_actions(self) -> np.ndarray:
+        """Its action in every state index on the base variant: ``(840,)``."""
+        return np.array(self._best_direct)
+
     def __call__(self, obs: np.ndarray, info: dict[str, Any]) -> int:
         state = state_from_observation(obs)
         mask = _action_mask(obs, info)

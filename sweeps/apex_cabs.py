@@ -42,11 +42,13 @@ Why these settings
   re-evaluated on 100 fixed episodes (``--final-episodes``, ``sweeps/harness/final.py``) and
   the best trial is picked by that, not by the highest periodic 5-episode figure (the
   winner's curse).
-* **What limits the base variant**: its observation has no clock of the month, so a
-  Q-function sees one value for every point of the month, and a per-step γ discounts a
-  46-hour ride like a 1-hour one. ``envs/optimum.py`` bounds what such a learner can reach;
-  the measured figures, against the direct-ride heuristic and the optimum on the same
-  episodes, are in ``results/cabs/REPORT.md``.
+* **What limits the base variant**: its observation has no clock of the month, so the greedy
+  policy is one action per state for the whole month. Evaluated exactly
+  (``envs.optimum.evaluate_policy``, the ``exact`` figure of the held-out record), the learned
+  policy, like the direct-ride heuristic, loses next to nothing in the month's first 28 days
+  and nearly all it loses in the last two, whose best play (short rides, then a long one that
+  is paid in full) needs the clock. The measured figures, against the heuristic and the
+  optimum on the same episodes, are in ``results/cabs/REPORT.md``.
 
 Checked against the same configurations run to the full budget (``--configs-from``, above): the
 best trial's gap and the env steps spent are in ``results/cabs/REPORT.md``.

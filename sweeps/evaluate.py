@@ -24,6 +24,13 @@ evaluation (trials are seeded 0, 1, ...; RLlib seeds their envs from those). A s
 at its end on its best trials and picks the best by it (``sweeps/harness/runner.py``); the
 benchmark runs it after each run.
 
+On the cab env's base variant the record also holds the **exact** figure (``exact``): a module
+that sees ``(location, hour, day)`` only has one greedy action per state, so its policy is
+evaluated by dynamic programming over the month, without episodes or noise, the heuristic's
+too, with how much of the optimum each loses in the month's last 48 hours
+(``envs.optimum.evaluate_policy``). A policy blind to the month's clock loses nearly all it
+loses there: it cannot play the month's end (short rides, then a long one that is paid in full).
+
 Results to expect
 -----------------
 A second or two per trial for 100 cab episodes; on Pong about a minute for 5 games on 2 cores

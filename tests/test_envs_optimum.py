@@ -136,3 +136,32 @@ def test_heuristic_base_takes_the_longest_direct_ride() -> None:
 def test_evaluate_is_reproducible() -> None:
     first = evaluate(RandomPolicy(1), "requests", episodes=5, seed=3)
     assert first == evaluate(RandomPolicy(1), "CabsRequests-v0", episodes=5, seed=3)
+
+
+def test_exact_evaluation_of_a_policy() -> None:
+    """``evaluate_policy``: the optimal policy scores 100% and loses nothing; the heuristic's
+    exact value agrees with its sampled episodes, what it loses by hour sums to its gap to the
+    optimum (the performance-difference identity), all of it in the month's last days; a
+    stationary policy is the same as its (720, 840) table; a bad table is a ValueError."""
+    from envs.cabs import EPISODE_HOURS, NUM_STATES
+    from envs.optimum import evaluate_policy
+    from envs.policies import episode_returns
+
+    optimal = evaluate_policy(solve(0)._greedy.astype(np.int64))
+    assert optimal.pct_of_optimum == pytest.approx(100.0, abs=1e-9)
+    assert np.allclose(optimal.lost_by_hour, 0.0, atol=1e-9)
+
+    actions = HeuristicPolicy().base_actions()
+    heuristic = evaluate_policy(actions)
+    sampled = episode_returns(HeuristicPolicy(), {}, 300, 0)
+    half_width = 2.6 * sampled.std(ddof=1) / math.sqrt(len(sampled))
+    assert abs(sampled.mean() - heuristic.value) < half_width + 1.0
+    assert heuristic.lost_by_hour.sum() == pytest.approx(optimal.value - heuristic.value)
+    assert heuristic.pct_lost(0) == pytest.approx(100.0 - heuristic.pct_of_optimum)
+    assert heuristic.pct_lost(EPISODE_HOURS - 48) > 0.9 * heuristic.pct_lost(0) > 0
+    table = np.broadcast_to(actions, (EPISODE_HOURS, NUM_STATES)).copy()
+    assert evaluate_policy(table).value == heuristic.value
+
+    for bad in (actions[:10], actions.astype(float), actions + 25, -actions - 1):
+        with pytest.raises(ValueError, match="actions must"):
+            evaluate_policy(bad)

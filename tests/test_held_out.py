@@ -80,6 +80,27 @@ def test_same_checkpoint_and_episodes_give_the_same_figure(tmp_path) -> None:
     assert other["returns"] != first["returns"]  # other episodes, another figure
 
 
+def test_the_base_variant_also_gets_the_exact_figure(tmp_path) -> None:
+    """On the base variant the greedy policy is evaluated exactly as well, the same for any
+    episode set, and it is the DP value of the module's greedy action in each state."""
+    from envs.cabs import base_observations
+    from envs.optimum import evaluate_policy
+
+    trial = _trial_with_checkpoint(tmp_path / "trial")
+    first = greedy.evaluate_trial(trial, 10, HELD_OUT_SEED)
+    other = greedy.evaluate_trial(trial, 10, HELD_OUT_SEED + 10)
+    assert first is not None and other is not None and first["exact"] == other["exact"]
+    module = greedy.load_module(trial / "checkpoint_000003")
+    actions = greedy.greedy_actions(module, np.array(base_observations())).astype(np.int64)
+    assert first["exact"]["pct_of_optimum"] == evaluate_policy(actions).pct_of_optimum
+    assert 98.0 < first["exact"]["heuristic_pct_of_optimum"] < 99.0
+    assert "exactly" in greedy.describe(first) and "last 48 hours" in greedy.describe(first)
+    requests = greedy.evaluate_trial(
+        _trial_with_checkpoint(tmp_path / "r", "CabsRequests-v0"), 4, 0
+    )
+    assert requests is not None and "exact" not in requests
+
+
 def _result(name: str, judged: float, tmp_path: Path) -> SimpleNamespace:
     path = tmp_path / name
     path.mkdir()

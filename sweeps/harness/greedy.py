@@ -156,14 +156,46 @@ def held_out_record(
     return record
 
 
+def exact_record(module: Any, env_id: str, env_config: dict) -> dict[str, Any] | None:
+    """On the cab env's base variant, the figure without sampling noise: the greedy policy of a
+    module that sees ``(location, hour, day)`` only is a stationary policy of the 840 states, so
+    its expected return from the uniform start is computed exactly (``envs.optimum
+    .evaluate_policy``), the heuristic's likewise, with the share of the optimum each loses in
+    the month's last 48 hours (where every stationary policy loses nearly all it loses: it
+    cannot see that the month is ending). None on other envs and variants."""
+    cab = cab_config(env_id, env_config)
+    if cab is None or cab["requests"]:
+        return None
+    from envs.cabs import EPISODE_HOURS, HOURS_PER_DAY, base_observations
+    from envs.optimum import evaluate_policy
+    from envs.policies import HeuristicPolicy
+
+    last_two_days = EPISODE_HOURS - 2 * HOURS_PER_DAY  # hours used 672..719
+    obs = np.array(base_observations())
+    learned = evaluate_policy(greedy_actions(module, obs).astype(np.int64), cab["tm_seed"])
+    heuristic = evaluate_policy(HeuristicPolicy(cab["tm_seed"]).base_actions(), cab["tm_seed"])
+    return {
+        "how": "the greedy action in each of the 840 states, evaluated by dynamic programming "
+        "over the month (envs.optimum.evaluate_policy); no episodes are sampled",
+        "pct_of_optimum": learned.pct_of_optimum,
+        "pct_lost_last_48h": learned.pct_lost(last_two_days),
+        "heuristic_pct_of_optimum": heuristic.pct_of_optimum,
+        "heuristic_pct_lost_last_48h": heuristic.pct_lost(last_two_days),
+    }
+
+
 def evaluate_module(
     module: Any, env_id: str, env_config: dict, episodes: int, seed: int
 ) -> dict[str, Any]:
-    """:func:`held_out_record` of ``module``'s greedy policy (in memory, e.g. a learner's)."""
+    """:func:`held_out_record` of ``module``'s greedy policy (in memory, e.g. a learner's), and
+    on the cab env's base variant its :func:`exact_record` under ``exact``."""
     started = time.perf_counter()
     record = held_out_record(
         play(module, env_id, env_config, episodes, seed), env_id, env_config, seed
     )
+    exact = exact_record(module, env_id, env_config)
+    if exact is not None:
+        record["exact"] = exact
     record["seconds"] = round(time.perf_counter() - started, 1)
     return record
 
@@ -195,5 +227,12 @@ def describe(record: dict[str, Any]) -> str:
         text += (
             f" = {record['pct_of_optimum']:.2f}% ± {record['pct_ci95_half_width']:.2f} of the "
             "optimum on the same episodes"
+        )
+    exact = record.get("exact")
+    if exact:
+        text += (
+            f"; exactly {exact['pct_of_optimum']:.2f}% (the heuristic "
+            f"{exact['heuristic_pct_of_optimum']:.2f}%), {exact['pct_lost_last_48h']:.2f} points "
+            "of it lost in the month's last 48 hours"
         )
     return text
