@@ -87,6 +87,10 @@ TRIAL_COLUMNS = [
     "final_eval_ci95",  # half-width of its 95% confidence interval
     "final_eval_episodes",
     "final_eval_pct",  # cabs: % of the optimal policy's mean return on the same episodes
+    # cabs base variant: the greedy policy's exact % of the optimum (DP, no episodes), and the
+    # direct-ride heuristic's (envs.optimum.evaluate_policy)
+    "final_eval_exact_pct",
+    "final_eval_exact_heuristic_pct",
 ]
 EXPERIMENT_COLUMNS = [
     "metric",
@@ -137,6 +141,8 @@ FLOAT_COLUMNS = ITERATION_COLUMNS + [
     "final_eval_return",
     "final_eval_ci95",
     "final_eval_pct",
+    "final_eval_exact_pct",
+    "final_eval_exact_heuristic_pct",
 ]
 # Every other column is text ("" when missing).
 STR_COLUMNS = [
@@ -428,6 +434,10 @@ def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[s
             "final_eval_ci95": number(record.get("ci95_half_width")),
             "final_eval_episodes": int(record["episodes"]),
             "final_eval_pct": number(record.get("pct_of_optimum")),
+            "final_eval_exact_pct": number((record.get("exact") or {}).get("pct_of_optimum")),
+            "final_eval_exact_heuristic_pct": number(
+                (record.get("exact") or {}).get("heuristic_pct_of_optimum")
+            ),
         }
     except (OSError, ValueError, KeyError, TypeError) as err:
         skipped.append(f"{where}/{EVALUATION_FILE} (unreadable: {err})")
@@ -554,10 +564,11 @@ def gather(inputs: Sequence[str]) -> Collection:
             raise UsageError(f"{path}: no such file")
     dirs = [p for p in inputs if p not in csvs]
     collection = collect(dirs) if dirs else Collection(tidy(pd.DataFrame()), [])
-    frames = [f for f in [collection.runs, *map(read_runs_csv, csvs)] if not f.empty]
+    frames = [f for f in [*map(read_runs_csv, csvs), collection.runs] if not f.empty]
     if frames:
         runs = pd.concat(frames, ignore_index=True)
-        # The same experiment given twice (its folder and a table holding it): one row each.
+        # The same experiment given twice (its folder and a table holding it): one row each,
+        # the folder's (it is the source; the table may predate a later final evaluation).
         keys = ["experiment", "trial_id", "training_iteration"]
         collection.runs = tidy(runs.drop_duplicates(keys, keep="last"))
     collection.require_runs(inputs)

@@ -80,7 +80,32 @@ def held_out_note(configs: pd.DataFrame) -> list[str]:
         "last periodic greedy evaluation (a few episodes from random start states) as % of the "
         "exact optimum.",
         "",
+        *exact_note(configs),
     ]
+
+
+def exact_note(configs: pd.DataFrame) -> list[str]:
+    """The cab base variant's exact figures (``final_evaluation.json``'s ``exact``), when any
+    configuration has one."""
+    if "final_exact_pct" not in configs:
+        return []
+    exact = [(c["config"], c["final_exact_pct"]) for _, c in configs.iterrows()]
+    exact = [(name, spread) for name, spread in exact if not pd.isna(spread[0])]
+    if not exact:
+        return []
+    cells = "; ".join(f"{name}: {fmt_spread(spread, _pct2)}" for name, spread in exact)
+    heuristic = configs["exact_heuristic_pct"].max()
+    return [
+        "Exactly, without episodes (base variant: a policy blind to the month's clock has one "
+        "greedy action per state, evaluated by dynamic programming over the month, "
+        f"`envs.optimum.evaluate_policy`): {cells}; the direct-ride heuristic "
+        f"{_pct2(heuristic)}.",
+        "",
+    ]
+
+
+def _pct2(value: float) -> str:
+    return f"{value:.2f}%"
 
 
 def final_cells(c: pd.Series) -> dict[str, str]:

@@ -54,6 +54,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
     finals += ["final_eval_return", "final_eval_episodes", "final_eval_pct", "pct_held_out"]
+    finals += ["final_eval_exact_pct", "final_eval_exact_heuristic_pct"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
@@ -78,6 +79,10 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
             env_steps_per_s=_final(g["env_steps_per_s"]),
             final_eval_return=_final(g.get("final_eval_return", pd.Series(dtype=float))),
             final_eval_episodes=_final(g.get("final_eval_episodes", pd.Series(dtype=float))),
+            final_eval_exact_pct=_final(g.get("final_eval_exact_pct", pd.Series(dtype=float))),
+            final_eval_exact_heuristic_pct=_final(
+                g.get("final_eval_exact_heuristic_pct", pd.Series(dtype=float))
+            ),
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
@@ -171,6 +176,8 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "final_eval": _spread(g["final_eval_return"]),
                 "final_eval_episodes": g["final_eval_episodes"].max(),
                 "pct_held_out": bool(g["pct_held_out"].all()),
+                "final_exact_pct": _spread(g["final_eval_exact_pct"]),
+                "exact_heuristic_pct": g["final_eval_exact_heuristic_pct"].max(),
             }
         )
     if not rows:

@@ -381,6 +381,10 @@ def test_iterations_reported_twice_count_once_from_their_last_report(tmp_path):
     table = tmp_path / "runs.csv"
     collect.write_runs_csv(runs, table)
     assert len(collect.gather([str(exp), str(table)]).runs) == 4
+    # ... and the folder's rows win: a final evaluation made after the table was written shows.
+    (trial / "final_evaluation.json").write_text(json.dumps({"mean": 77.0, "episodes": 3}))
+    for inputs in ([str(exp), str(table)], [str(table), str(exp)]):
+        assert set(collect.gather(inputs).runs["final_eval_return"]) == {77.0}
 
 
 def test_runs_csv_is_deterministic_and_round_trips(runs, suite_dir, tmp_path):

@@ -71,3 +71,10 @@ def test_the_report_shows_the_final_policys_greedy_return(finished_sweep, tmp_pa
     assert runs["final_eval_return"].notna().all()
     text = render_report(runs, tmp_path, command="test", generated_on="today")
     assert "final policy, greedy (2 episodes)" in text
+    # The base variant's exact figure travels from final_evaluation.json into the report.
+    assert runs["final_eval_exact_pct"].notna().all()
+    exact = runs["final_eval_exact_pct"].iloc[0]
+    assert "Exactly, without episodes" in text and f"{exact:.2f}%" in text
+    assert (
+        f"the direct-ride heuristic {runs['final_eval_exact_heuristic_pct'].iloc[0]:.2f}%" in text
+    )
