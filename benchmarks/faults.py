@@ -595,6 +595,14 @@ def check_sweep(folder: Path) -> dict[str, Any]:
         "raw_duplicated_rows": sum(t["result_json"]["duplicated"] for t in trials.values()),
         "collected_rows": len(table),
         "collected_duplicated_rows": dup_rows,
+        # The work the sweep did: its trials' env steps sampled. A faulty and a fault-free sweep
+        # of one seed are different sweeps (ASHA prunes, and Optuna suggests, by results whose
+        # timing the faults change), so wall-clock is compared per env step too.
+        "env_steps_sampled": (
+            int(table.groupby("trial_id")["env_steps"].max().fillna(0).sum())
+            if not table.empty
+            else 0
+        ),
         "best": best,
         "study": study,
         "tune_retries": len([f for f in failures if f.get("retried")]),
@@ -689,6 +697,9 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
             # the last checkpoint); a sweep of T seconds with n of them takes ~1 + n*s/T as long.
             n = len(entry["faulty"]["faults"])
             entry["s_per_fault"] = round((faulty - base) / n, 1) if n else None
+            steps = [entry[k]["check"].get("env_steps_sampled") for k in ("faulty", "baseline")]
+            if all(steps):
+                entry["overhead_per_env_step"] = round(faulty / steps[0] / (base / steps[1]), 3)
         runs.append(entry)
         print(_driver_line(entry), flush=True)
     return runs
@@ -882,8 +893,10 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
     rows = [
         "| seed | faults (signal) | resumes | from scratch | trials done / expected | "
         "folders | rows dup. raw / collected | rows missing | study (RUNNING) | best | "
-        "wall faulty / fault-free | overhead | s per fault | checks |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "wall faulty / fault-free | overhead | s per fault | env steps faulty / fault-free | "
+        "overhead per env step | checks |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
+        "| --- |",
     ]
     for r in runs:
         f, c = r["faulty"], r["faulty"]["check"]
@@ -893,6 +906,8 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
         study = c.get("study") or {}
         best = c.get("best") or {}
         base = r.get("baseline", {}).get("wall_s")
+        steps = f"{_sweep_steps(c)} / {_sweep_steps(r.get('baseline', {}).get('check') or {})}"
+        per_step = f"{r['overhead_per_env_step']}x" if "overhead_per_env_step" in r else "-"
         rows.append(
             f"| {r['seed']} | {len(f['faults'])} ({', '.join(f'{k} {n}' for k, n in sigs.items())})"
             f" | {c.get('resumes')} | {scratch} | {c.get('trials_in_tune_state')} / "
@@ -904,9 +919,16 @@ def _driver_table(runs: list[dict[str, Any]]) -> list[str]:
             f"{'-' if base is None else f'{base:,.0f} s'} | "
             f"{r.get('overhead', '-')}{'x' if 'overhead' in r else ''} | "
             f"{r.get('s_per_fault') if r.get('s_per_fault') is not None else '-'} | "
+            f"{steps} | {per_step} | "
             f"{'passed' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])} |"
         )
     return [*rows, "", _driver_totals(runs), ""]
+
+
+def _sweep_steps(check: dict[str, Any]) -> str:
+    """A sweep's env steps sampled, in thousands ("-" for runs made before they were recorded)."""
+    steps = check.get("env_steps_sampled")
+    return f"{steps / 1000:,.0f}k" if steps else "-"
 
 
 def _driver_totals(runs: list[dict[str, Any]], overhead: bool = True) -> str:

@@ -288,6 +288,21 @@ def test_report_counts_interruptions_per_run_and_over_all_runs():
     assert "5 driver interruptions (SIGKILL 3, SIGINT 1, SIGTERM 1) over 2 seeds" in together
     assert "0 trials lost, 0 run twice, 0 duplicated rows" in together
     assert "median" not in together  # overheads only per run: runs of different budgets
+    # Runs made before the env steps were recorded show "-" for them.
+    assert "| 30 s / 20 s | 1.5x | 5.0 | - / - | - | passed |" in text
+
+
+def test_report_compares_wall_clock_per_env_step_when_recorded():
+    """A faulty sweep that did more work (other trials pruned, other suggestions) than its
+    fault-free twin: its overhead per env step is shown beside the raw wall-clock ratio."""
+    faults = _faults_module()
+    summary = _driver_summary("a", ["SIGKILL", "SIGINT"], wall=60.0, base=20.0)
+    (run,) = summary["runs"]
+    run["faulty"]["check"]["env_steps_sampled"] = 300_000
+    run["baseline"]["check"] = {"env_steps_sampled": 100_000}
+    run["overhead_per_env_step"] = round(60.0 / 300_000 / (20.0 / 100_000), 3)
+    text = faults.report([summary])
+    assert "| 60 s / 20 s | 3.0x | 20.0 | 300k / 100k | 1.0x | passed |" in text
 
 
 def test_report_takes_env_step_ratios_from_the_latest_run_whose_checks_passed():
