@@ -31,6 +31,9 @@ How to run
         --sweep-args="--num-samples 3 --stop-timesteps 2000"        # a tiny sweep (the CI test's)
     python benchmarks/faults.py runners --algos dqn,apex,impala,appo --kills 3
     python benchmarks/faults.py shard --kills 3
+    python benchmarks/faults.py driver --seeds 0-2 --faults 5 --name driver-same-work \
+        --sweep-args="--search random --scheduler fifo --num-samples 6 --stop-timesteps 20000"
+    python benchmarks/faults.py recheck runs/faults/<driver run>   # today's checks, old folders
     python benchmarks/faults.py report runs/faults --out results/RELIABILITY.md
 
 Each command writes ``<--out-dir>/<name>/summary.json`` (default ``runs/faults/<kind>-<time>``);
@@ -690,19 +693,67 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
             study_file=out / f"{name}.journal",
         )
         entry["faulty"]["check"] = check_sweep(out / name)
-        if "baseline" in entry:
-            faulty, base = entry["faulty"]["wall_s"], entry["baseline"]["wall_s"]
-            entry["overhead"] = round(faulty / base, 3)
-            # Budget-free: the seconds one interruption costs (start-up again, the work since
-            # the last checkpoint); a sweep of T seconds with n of them takes ~1 + n*s/T as long.
-            n = len(entry["faulty"]["faults"])
-            entry["s_per_fault"] = round((faulty - base) / n, 1) if n else None
-            steps = [entry[k]["check"].get("env_steps_sampled") for k in ("faulty", "baseline")]
-            if all(steps):
-                entry["overhead_per_env_step"] = round(faulty / steps[0] / (base / steps[1]), 3)
+        _overheads(entry)
         runs.append(entry)
         print(_driver_line(entry), flush=True)
     return runs
+
+
+def _overheads(entry: dict[str, Any]) -> None:
+    """The faulty sweep's wall-clock against the fault-free one of its seed: as a ratio, in
+    seconds per interruption and, where both sweeps' env steps are known, per env step."""
+    if "baseline" not in entry:
+        return
+    faulty, base = entry["faulty"]["wall_s"], entry["baseline"]["wall_s"]
+    entry["overhead"] = round(faulty / base, 3)
+    # Budget-free: the seconds one interruption costs (start-up again, the work since
+    # the last checkpoint); a sweep of T seconds with n of them takes ~1 + n*s/T as long.
+    n = len(entry["faulty"]["faults"])
+    entry["s_per_fault"] = round((faulty - base) / n, 1) if n else None
+    # An ASHA + Optuna sweep under faults prunes and suggests differently (it sees results at
+    # other moments), so its work differs from the fault-free sweep's: compare per env step.
+    steps = [entry[k]["check"].get("env_steps_sampled") for k in ("faulty", "baseline")]
+    if all(steps):
+        entry["overhead_per_env_step"] = round(faulty / steps[0] / (base / steps[1]), 3)
+
+
+def recheck_readable(run: Path) -> dict[str, Any]:
+    """A driver run's summary and, per seed and sweep, the folder it was run in; a ValueError
+    names what is missing."""
+    try:
+        summary = json.loads((run / SUMMARY).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{run / SUMMARY} unreadable: {e}") from e
+    if summary.get("kind") != "driver":
+        raise ValueError(f"{run / SUMMARY} is a {summary.get('kind')!r} run, not a driver run")
+    for entry in summary["runs"]:
+        for label, suffix in (("baseline", "baseline"), ("faulty", "faults")):
+            folder = run / f"seed{entry['seed']}-{suffix}"
+            if label in entry and not folder.is_dir():
+                raise ValueError(f"{folder} is gone: the run cannot be re-read")
+    return summary
+
+
+def recheck(run: Path) -> dict[str, Any]:
+    """Re-read the sweep folders of a finished driver run with today's ``check_sweep`` (a run
+    made before a check or a figure was added gets it from its own folders; nothing is re-run)
+    and rewrite its summary.json, which then says when and at which commit."""
+    from sweeps.harness.common import atomic_write_text
+    from sweeps.harness.record import git_commit
+
+    summary = recheck_readable(run)
+    for entry in summary["runs"]:
+        for label, suffix in (("baseline", "baseline"), ("faulty", "faults")):
+            if label in entry:
+                entry[label]["check"] = check_sweep(run / f"seed{entry['seed']}-{suffix}")
+        _overheads(entry)
+    summary["ok"] = all(r["faulty"]["check"]["ok"] for r in summary["runs"])
+    summary["rechecked"] = {
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "git_commit": git_commit(),
+    }
+    atomic_write_text(run / SUMMARY, json.dumps(summary, indent=2, default=str))
+    return summary
 
 
 def _where(out: Path, name: str) -> list[str]:
@@ -818,17 +869,57 @@ def report(summaries: list[dict[str, Any]]) -> str:
         "(trial, iteration) is kept); the checks count both.",
         "",
     ]
+    lines += _goals(summaries)
     for s in sorted(summaries, key=lambda s: (s["kind"], s["environment"]["started_at"])):
         lines += _report_run(s)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _goals(summaries: list[dict[str, Any]]) -> list[str]:
+    """The report's first section: every kind of fault against the issue's goals, over all
+    the runs below."""
+    lines = ["## Summary against the goals", ""]
     drivers = [s for s in summaries if s["kind"] == "driver"]
-    if len(drivers) > 1:
+    if drivers:
         every = [r for s in drivers for r in s["runs"]]
+        totals = _driver_totals(every, overhead=False)
+        lines += [f"**Driver interruptions** (every driver run below): {totals}"]
         lines += [
-            "## driver: all runs above together",
             "",
-            _driver_totals(every, overhead=False) + " (Overheads: per run above.)",
+            "**Wall-clock of a faulty sweep against a fault-free one of the same seed** (goal "
+            "<= 1.5x), by sweep. Random search with FIFO runs the same trials to the same "
+            "budget with or without faults, so its ratio compares like with like; an Optuna + "
+            "ASHA sweep under faults sees its results at other moments, then suggests and prunes "
+            "differently, and does different work: compare it per env step sampled.",
             "",
         ]
+        by_sweep: dict[str, list[dict[str, Any]]] = {}
+        for s in sorted(drivers, key=lambda s: s["environment"]["started_at"]):
+            by_sweep.setdefault(_sweep_command(s), []).append(s)
+        for command, group in by_sweep.items():
+            runs = [r for s in group for r in s["runs"] if "overhead" in r]
+            if not runs:
+                continue
+            walls = [r["overhead"] for r in runs]
+            per_fault = [r["s_per_fault"] for r in runs if r.get("s_per_fault") is not None]
+            steps = [r["overhead_per_env_step"] for r in runs if "overhead_per_env_step" in r]
+            lines.append(
+                f"- `{command}` ({', '.join(s['name'] for s in group)}), {len(runs)} seed(s): "
+                f"wall-clock {', '.join(f'{x:.2f}x' for x in walls)}, median "
+                f"{_median(walls):.2f}x"
+                + (
+                    f"; per env step {', '.join(f'{x:.2f}x' for x in steps)}, median "
+                    f"{_median(steps):.2f}x"
+                    if steps
+                    else ""
+                )
+                + (
+                    f"; one interruption costs a median {_median(per_fault):.0f} s"
+                    if per_fault
+                    else ""
+                )
+            )
+        lines.append("")
     # The latest run of each (algorithm, seed): a later run repeats an earlier one after a fix.
     latest: dict[tuple[str, int], dict[str, Any]] = {}
     for s in sorted(summaries, key=lambda s: s["environment"]["started_at"]):
@@ -836,13 +927,24 @@ def report(summaries: list[dict[str, Any]]) -> str:
             latest |= {(r["algo"], r["seed"]): r for r in s["runs"]}
     if latest:
         lines += [
-            "## runners: env steps to the target, faulty / fault-free, per algorithm",
-            "",
-            "The latest run of each algorithm and seed (an earlier one was made before a fix).",
+            "**Env-runner kills**: env steps to the target, faulty / fault-free, per algorithm "
+            "(the latest run of each algorithm and seed; an earlier one was made before a fix):",
             "",
         ]
         lines += [_ratio_line(algo, list(latest.values())) for algo in RUNNER_BUDGET] + [""]
-    return "\n".join(lines).rstrip() + "\n"
+    shards = [r for s in summaries if s["kind"] == "shard" for r in s["runs"]]
+    if shards:
+        lines += [f"**Ape-X replay-shard kills**: {_shard_outcome(shards)}", ""]
+    return lines if len(lines) > 2 else []
+
+
+def _sweep_command(summary: dict[str, Any]) -> str:
+    """The sweep a driver run interrupted, as a command (from the run's own command line)."""
+    argv = shlex.split(summary["environment"]["command"])[2:]
+    args = build_parser().parse_args(argv)
+    return f"python sweeps/{args.sweep}.py {args.sweep_args}".strip() + (
+        "" if args.sweep_args.strip() else " (the main job's defaults)"
+    )
 
 
 def _ratio_line(algo: str, runs: list[dict[str, Any]]) -> str:
@@ -881,6 +983,14 @@ def _report_run(s: dict[str, Any]) -> list[str]:
         f"- commit {env['git_commit']}{' (modified tree)' if env['git_dirty'] else ''}; "
         f"ray {v.get('ray')}, torch {v.get('torch')}, optuna {v.get('optuna')}, "
         f"python {v.get('python')}",
+        *(
+            [
+                f"- re-checked from its sweep folders (`faults.py recheck`) at commit "
+                f"{s['rechecked']['git_commit'][:12]}, {s['rechecked']['at']}"
+            ]
+            if "rechecked" in s
+            else []
+        ),
         f"- all checks passed: **{'yes' if s['ok'] else 'no'}**",
         "",
     ]
@@ -1015,8 +1125,9 @@ def _shard_outcome(runs: list[dict[str, Any]]) -> str:
     finished = all(r["faulty"]["rc"] == 0 for r in runs)
     return (
         f"{kills} replay-shard kills: {restarts} shard restarts counted (Ray restarts the "
-        f"shard actor, empty), {retries} trial retries from a checkpoint; the trial "
-        + ("finished" if finished else "did NOT finish")
+        f"shard actor, empty), {retries} trial retries from a checkpoint; "
+        + ("the trial" if len(runs) == 1 else "every trial")
+        + (" finished" if finished else " did NOT finish")
         + ". Lost with each kill: that shard's replay contents (never checkpointed); the "
         "runners refill the shard's share of the warm-up before the learner trains on it again."
     )
@@ -1103,6 +1214,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=["dqn", "apex", "impala", "appo"],
         help="comma-separated (default: dqn,apex,impala,appo)",
     )
+    c = sub.add_parser(
+        "recheck",
+        help="re-read a finished driver run's sweep folders with today's checks and rewrite "
+        "its summary.json (for runs made before a check or figure was added)",
+    )
+    c.add_argument("runs", nargs="+", help="driver run folders (each with a summary.json)")
     r = sub.add_parser("report", help="write RELIABILITY.md from summary.json files")
     r.add_argument("inputs", nargs="+", help="run folders, or folders holding several")
     r.add_argument("--out", required=True, help="the Markdown file (e.g. results/RELIABILITY.md)")
@@ -1122,6 +1239,22 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.out).write_text(text)
         print(f"wrote {args.out} from {len(found)} run(s)")
         return 0
+    if args.kind == "recheck":
+        runs = [Path(r) for r in args.runs]
+        gone = [str(r) for r in runs if not (r / SUMMARY).is_file()]
+        if gone:
+            print(f"{build_parser().prog}: error: no {SUMMARY} in {gone}", file=sys.stderr)
+            return 2
+        try:
+            for run in runs:  # all read before any is rewritten: a bad one changes nothing
+                recheck_readable(run)
+            summaries = [recheck(run) for run in runs]
+        except ValueError as e:
+            print(f"{build_parser().prog}: error: {e}", file=sys.stderr)
+            return 2
+        for run, summary in zip(runs, summaries, strict=True):
+            print(f"[faults] re-checked {run / SUMMARY}; all checks passed: {summary['ok']}")
+        return 0 if all(s["ok"] for s in summaries) else 1
     bad = [a for a in ("algos",) if hasattr(args, a) and set(args.algos) - set(RUNNER_BUDGET)]
     if bad or getattr(args, "faults", 1) < 0 or getattr(args, "kills", 1) < 0:
         print(f"{build_parser().prog}: error: bad --algos, --faults or --kills", file=sys.stderr)

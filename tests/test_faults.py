@@ -284,10 +284,16 @@ def test_report_counts_interruptions_per_run_and_over_all_runs():
     )
     assert "2 driver interruptions (SIGKILL 1, SIGINT 1, SIGTERM 0) over 1 seeds" in text
     assert "median 1.50x" in text and "median 2.50x" in text
-    together = text.split("## driver: all runs above together")[1]
-    assert "5 driver interruptions (SIGKILL 3, SIGINT 1, SIGTERM 1) over 2 seeds" in together
-    assert "0 trials lost, 0 run twice, 0 duplicated rows" in together
-    assert "median" not in together  # overheads only per run: runs of different budgets
+    # The summary comes first: all runs together, then the overhead per sweep (both runs
+    # interrupted the same sweep: the default reduced main job).
+    summary = text.split("## driver: a")[0]
+    assert summary.index("## Summary against the goals") < summary.index("Driver interruptions")
+    assert "5 driver interruptions (SIGKILL 3, SIGINT 1, SIGTERM 1) over 2 seeds" in summary
+    assert "0 trials lost, 0 run twice, 0 duplicated rows" in summary
+    assert (
+        "- `python sweeps/apex_cabs.py --num-samples 3 --stop-timesteps 10000` (a, b), 2 seed(s): "
+        "wall-clock 1.50x, 2.50x, median 2.00x; one interruption costs a median 8 s"
+    ) in summary
     # Runs made before the env steps were recorded show "-" for them.
     assert "| 30 s / 20 s | 1.5x | 5.0 | - / - | - | passed |" in text
 
@@ -301,8 +307,52 @@ def test_report_compares_wall_clock_per_env_step_when_recorded():
     run["faulty"]["check"]["env_steps_sampled"] = 300_000
     run["baseline"]["check"] = {"env_steps_sampled": 100_000}
     run["overhead_per_env_step"] = round(60.0 / 300_000 / (20.0 / 100_000), 3)
+    summary["environment"]["command"] += " --sweep-args=''"  # the full main job
     text = faults.report([summary])
     assert "| 60 s / 20 s | 3.0x | 20.0 | 300k / 100k | 1.0x | passed |" in text
+    assert (
+        "- `python sweeps/apex_cabs.py (the main job's defaults)` (a), 1 seed(s): wall-clock "
+        "3.00x, median 3.00x; per env step 1.00x, median 1.00x;"
+    ) in text
+
+
+def test_recheck_rereads_a_driver_runs_folders_and_refuses_what_it_cannot(tmp_path, monkeypatch):
+    """`faults.py recheck` gives a run made before a figure was recorded that figure from its own
+    sweep folders (here: the env steps, hence the overhead per env step); a run that is not a
+    driver run, or whose folders are gone, is refused with exit 2 and its summary unchanged."""
+    faults = _faults_module()
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "seed0-baseline").mkdir()
+    (run / "seed0-faults").mkdir()
+    before = _driver_summary("old", ["SIGKILL", "SIGINT"], wall=60.0, base=20.0)
+    (run / "summary.json").write_text(json.dumps(before))
+    steps = {"seed0-faults": 300_000, "seed0-baseline": 100_000}
+    check = before["runs"][0]["faulty"]["check"]
+    monkeypatch.setattr(
+        faults, "check_sweep", lambda f: check | {"env_steps_sampled": steps[f.name]}
+    )
+
+    assert faults.main(["recheck", str(run)]) == 0
+    after = json.loads((run / "summary.json").read_text())
+    assert after["runs"][0]["overhead_per_env_step"] == 1.0
+    assert after["runs"][0]["overhead"] == 3.0 and after["ok"]
+    assert set(after["rechecked"]) == {"at", "git_commit"}
+    assert "- re-checked from its sweep folders (`faults.py recheck`)" in faults.report([after])
+
+    other = tmp_path / "runners"
+    other.mkdir()
+    (other / "summary.json").write_text(json.dumps(before | {"kind": "runners"}))
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    (gone / "summary.json").write_text(json.dumps(before))
+    for bad in (other, gone):
+        text = (bad / "summary.json").read_text()
+        # Given with a good run: nothing is rewritten, the good one neither.
+        good = (run / "summary.json").read_text()
+        assert faults.main(["recheck", str(run), str(bad)]) == 2
+        assert (bad / "summary.json").read_text() == text
+        assert (run / "summary.json").read_text() == good
 
 
 def test_report_takes_env_step_ratios_from_the_latest_run_whose_checks_passed():
