@@ -48,7 +48,10 @@ Why these settings
   policy, like the direct-ride heuristic, loses next to nothing in the month's first 28 days
   and nearly all it loses in the last two, whose best play (short rides, then a long one that
   is paid in full) needs the clock. The measured figures, against the heuristic and the
-  optimum on the same episodes, are in ``results/cabs/REPORT.md``.
+  optimum on the same episodes, are in ``results/cabs/REPORT.md``. Where each clock-blind
+  learning rule can settle (Q-learning's fixed point discounted per step or per hour,
+  Monte-Carlo improvement), computed exactly: ``results/cabs/ALIASING.md``
+  (``benchmarks/cabs_aliasing.py``); none stays above 98.5% of the optimum.
 
 Checked against the same configurations run to the full budget (``--configs-from``, above): the
 best trial's gap and the env steps spent are in ``results/cabs/REPORT.md``.
