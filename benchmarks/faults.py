@@ -932,9 +932,15 @@ def _goals(summaries: list[dict[str, Any]]) -> list[str]:
             "",
         ]
         lines += [_ratio_line(algo, list(latest.values())) for algo in RUNNER_BUDGET] + [""]
-    shards = [r for s in summaries if s["kind"] == "shard" for r in s["runs"]]
-    if shards:
-        lines += [f"**Ape-X replay-shard kills**: {_shard_outcome(shards)}", ""]
+    shards = sorted(
+        (s for s in summaries if s["kind"] == "shard"), key=lambda s: s["environment"]["started_at"]
+    )
+    if shards:  # the latest run: an earlier one was made before a fix, as for the runners
+        lines += [
+            f"**Ape-X replay-shard kills** ({shards[-1]['name']}, the latest shard run): "
+            f"{_shard_outcome(shards[-1]['runs'])}",
+            "",
+        ]
     return lines if len(lines) > 2 else []
 
 

@@ -379,3 +379,24 @@ def test_report_takes_env_step_ratios_from_the_latest_run_whose_checks_passed():
     ) in text
     assert "- impala: no run with passed checks and a fault-free reference" in text
     assert "- appo: no run with passed checks" in text
+
+
+def test_report_summary_takes_the_latest_shard_run():
+    """The summary's shard line reads the latest shard run (an earlier one failed its check
+    before a fix); each run keeps its own section below."""
+    faults = _faults_module()
+
+    def shard(name: str, started: str, kills: int, counted: int) -> dict:
+        check = {"ok": kills == counted, "problems": [], "replay_shard_restarts": counted}
+        check |= {"tune_retries": 0, "trials_in_tune_state": 1}
+        faulty = {"rc": 0, "kills": [{"pid": 1}] * kills, "wall_s": 9.0, "check": check}
+        summary = _driver_summary(name, ["SIGKILL"], 2.0, 1.0)
+        summary["environment"]["started_at"] = started
+        return summary | {"kind": "shard", "runs": [{"algo": "apex", "seed": 0, "faulty": faulty}]}
+
+    text = faults.report(
+        [shard("late", "2026-01-02T00:00:00", 3, 3), shard("early", "2026-01-01T00:00:00", 1, 0)]
+    )
+    summary = text.split("## shard:")[0]
+    assert "(late, the latest shard run): 3 replay-shard kills: 3 shard restarts counted" in summary
+    assert "## shard: early" in text and "## shard: late" in text
