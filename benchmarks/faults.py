@@ -665,6 +665,15 @@ def _window(text: str) -> tuple[float, float]:
     return window
 
 
+# A driver run's two sweeps per seed: the entry's key and the folder's suffix.
+SWEEPS = {"baseline": "baseline", "faulty": "faults"}
+
+
+def _sweep_name(seed: int, label: str) -> str:
+    """The folder (under the run) of a seed's fault-free (``baseline``) or ``faulty`` sweep."""
+    return f"seed{seed}-{SWEEPS[label]}"
+
+
 def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
     runs = []
     for seed in args.seeds:
@@ -672,7 +681,7 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
         base = [*shlex.split(args.sweep_args), "--seed", str(seed), "--progress-interval-s", "600"]
         entry: dict[str, Any] = {"seed": seed}
         if args.baseline:
-            name = f"seed{seed}-baseline"
+            name = _sweep_name(seed, "baseline")
             t0 = time.monotonic()
             proc = start_sweep(args.sweep, [*base, *_where(out, name)], out / f"{name}.log")
             processes = SweepProcesses(proc.pid)
@@ -680,7 +689,7 @@ def driver_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, Any
             entry["baseline"] = {"rc": rc, "wall_s": round(time.monotonic() - t0, 2)}
             processes.reap()
             entry["baseline"]["check"] = check_sweep(out / name)
-        name = f"seed{seed}-faults"
+        name = _sweep_name(seed, "faulty")
         entry["faulty"] = drive_with_interruptions(
             args.sweep,
             [*base, *_where(out, name)],
@@ -727,8 +736,8 @@ def recheck_readable(run: Path) -> dict[str, Any]:
     if summary.get("kind") != "driver":
         raise ValueError(f"{run / SUMMARY} is a {summary.get('kind')!r} run, not a driver run")
     for entry in summary["runs"]:
-        for label, suffix in (("baseline", "baseline"), ("faulty", "faults")):
-            folder = run / f"seed{entry['seed']}-{suffix}"
+        for label in SWEEPS:
+            folder = run / _sweep_name(entry["seed"], label)
             if label in entry and not folder.is_dir():
                 raise ValueError(f"{folder} is gone: the run cannot be re-read")
     return summary
@@ -743,9 +752,9 @@ def recheck(run: Path) -> dict[str, Any]:
 
     summary = recheck_readable(run)
     for entry in summary["runs"]:
-        for label, suffix in (("baseline", "baseline"), ("faulty", "faults")):
+        for label in SWEEPS:
             if label in entry:
-                entry[label]["check"] = check_sweep(run / f"seed{entry['seed']}-{suffix}")
+                entry[label]["check"] = check_sweep(run / _sweep_name(entry["seed"], label))
         _overheads(entry)
     summary["ok"] = all(r["faulty"]["check"]["ok"] for r in summary["runs"])
     summary["rechecked"] = {

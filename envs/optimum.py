@@ -199,6 +199,11 @@ def discounted_greedy_value(gamma: float, tm_seed: int = 0, requests: bool = Fal
     return float(actual[0].mean())
 
 
+# The month's last two days: where a policy blind to the month's clock loses nearly all it loses
+# (its end-game, short rides then a long one paid in full, needs the clock).
+MONTH_END_HOURS = 2 * HOURS_PER_DAY
+
+
 @dataclass(frozen=True)
 class PolicyValue:
     """The exact value of a deterministic policy on the base variant (:func:`evaluate_policy`).

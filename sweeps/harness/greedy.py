@@ -166,11 +166,11 @@ def exact_record(module: Any, env_id: str, env_config: dict) -> dict[str, Any] |
     cab = cab_config(env_id, env_config)
     if cab is None or cab["requests"]:
         return None
-    from envs.cabs import EPISODE_HOURS, HOURS_PER_DAY, base_observations
-    from envs.optimum import evaluate_policy
+    from envs.cabs import EPISODE_HOURS, base_observations
+    from envs.optimum import MONTH_END_HOURS, evaluate_policy
     from envs.policies import HeuristicPolicy
 
-    last_two_days = EPISODE_HOURS - 2 * HOURS_PER_DAY  # hours used 672..719
+    last_two_days = EPISODE_HOURS - MONTH_END_HOURS  # hours used 672..719
     obs = np.array(base_observations())
     learned = evaluate_policy(greedy_actions(module, obs).astype(np.int64), cab["tm_seed"])
     heuristic = evaluate_policy(HeuristicPolicy(cab["tm_seed"]).base_actions(), cab["tm_seed"])
