@@ -163,6 +163,9 @@ class Collection:
     # Trials whose result.json reported an iteration more than once (a restore from a checkpoint
     # in a folder written before the runner trimmed it): the last report of each was kept.
     deduped: list[str] = field(default_factory=list)
+    # Trials whose training clock went back at a restore (folders written before the clock was
+    # checkpointed): their clock was continued from the row before each restore.
+    repaired: list[str] = field(default_factory=list)
 
     def warning(self) -> str | None:
         """One warning line naming what was skipped, the first few by name (None when nothing
@@ -388,6 +391,47 @@ def _read_results(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     return [by_iteration[i] for i in sorted(by_iteration)], corrupt, repeated
 
 
+def repair_clock(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """A trial's results (one per iteration, in order) with its training clock continued across
+    restores, and the number of restores repaired.
+
+    Before the suite checkpointed its clocks (``sweeps/harness/callbacks.py``), a trial restored
+    from a checkpoint started ``suite/train_time_s`` and ``suite/eval_time_s`` again from zero:
+    the clock went back while the iteration rose, and time to target after the restore came out
+    short. Each drop is a restore from the checkpoint at the row before it (the runner trims
+    the rows after a checkpoint), so the clocks from there on are offset by their values at that
+    row, and env steps/s is recomputed from the continued clock."""
+    from sweeps.harness import keys
+
+    out: list[dict[str, Any]] = []
+    restores = 0
+    prev_raw = -math.inf
+    prev = {"train": 0.0, "eval": 0.0}
+    offset = {"train": 0.0, "eval": 0.0}
+    for result in results:
+        raw_train = number(keys.get(result, keys.TRAIN_TIME_S))
+        if math.isnan(raw_train):
+            out.append(result)
+            continue
+        raw_eval = number(keys.get(result, keys.EVAL_TIME_S))
+        raw_eval = 0.0 if math.isnan(raw_eval) else raw_eval
+        if raw_train < prev_raw:
+            restores += 1
+            offset = dict(prev)
+        prev_raw = raw_train
+        prev = {"train": raw_train + offset["train"], "eval": raw_eval + offset["eval"]}
+        if offset["train"] or offset["eval"]:
+            suite = dict(result.get(keys.SUITE) or {})
+            suite[keys.TRAIN_TIME_S[-1]] = prev["train"]
+            suite[keys.EVAL_TIME_S[-1]] = prev["eval"]
+            steps = number(keys.get(result, keys.ENV_STEPS))
+            suite[keys.ENV_STEPS_PER_S[-1]] = steps / prev["train"] if prev["train"] else math.nan
+            flat = {k: v for k, v in result.items() if not k.startswith(keys.SUITE + "/")}
+            result = {**flat, keys.SUITE: suite}
+        out.append(result)
+    return out, restores
+
+
 def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> dict[str, Any]:
     from sweeps.harness import keys
 
@@ -449,10 +493,14 @@ def _trial_dirs(exp_dir: Path) -> list[Path]:
 
 
 def read_experiment(
-    exp_dir: Path, skipped: list[str], deduped: list[str] | None = None
+    exp_dir: Path,
+    skipped: list[str],
+    deduped: list[str] | None = None,
+    repaired: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows (one per trial and iteration) of one experiment folder; appends what it skipped,
-    and the trials with iterations reported twice to ``deduped``."""
+    the trials with iterations reported twice to ``deduped`` and those whose clock went back
+    at a restore (``repair_clock``) to ``repaired``."""
     try:
         info = _read_object(exp_dir / RUN_FILE)
     except (OSError, ValueError) as err:
@@ -493,6 +541,12 @@ def read_experiment(
         if not results:
             skipped.append(f"{where} (no valid results)")
             continue
+        results, restores = repair_clock(results)
+        if restores and repaired is not None:
+            repaired.append(
+                f"{where}: the training clock restarted at {restores} restore(s); continued "
+                "from the checkpoint's value"
+            )
 
         if (trial_dir / ERROR_FILE).is_file():
             status = ERRORED
@@ -547,11 +601,12 @@ def collect(paths: Sequence[str | os.PathLike[str]]) -> Collection:
     """
     skipped: list[str] = []
     deduped: list[str] = []
+    repaired: list[str] = []
     rows: list[dict[str, Any]] = []
     for exp_dir in find_experiments(paths):
-        rows.extend(read_experiment(exp_dir, skipped, deduped))
+        rows.extend(read_experiment(exp_dir, skipped, deduped, repaired))
     frame = pd.DataFrame(rows, columns=None if rows else column_order([]))
-    return Collection(tidy(frame), skipped, deduped)
+    return Collection(tidy(frame), skipped, deduped, repaired)
 
 
 def gather(inputs: Sequence[str]) -> Collection:

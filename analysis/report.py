@@ -192,6 +192,7 @@ def render_report(
     command: str,
     skipped: Sequence[str] = (),
     deduped: Sequence[str] = (),
+    repaired: Sequence[str] = (),
     references: pd.DataFrame | None = None,
     reference_note: str | None = None,
     generated_on: str | None = None,
@@ -249,7 +250,7 @@ def render_report(
         lines += sections.sweep_section(w.runs, savings, draw.sweeps(w, savings))
         lines += sections.asha_check_section(w.runs, asha.asha_check(w.runs))
 
-    lines += sections.reproducibility_section(runs, skipped, deduped)
+    lines += sections.reproducibility_section(runs, skipped, deduped, repaired)
     lines += [
         "## Appendix: secondary metrics",
         "",
@@ -295,6 +296,7 @@ def run(args: argparse.Namespace) -> int:
         command=command,
         skipped=collection.skipped,
         deduped=collection.deduped,
+        repaired=collection.repaired,
         references=references,
         reference_note=note,
     )

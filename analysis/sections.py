@@ -530,7 +530,10 @@ def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:
 
 
 def reproducibility_section(
-    runs: pd.DataFrame, skipped: Sequence[str], deduped: Sequence[str] = ()
+    runs: pd.DataFrame,
+    skipped: Sequence[str],
+    deduped: Sequence[str] = (),
+    repaired: Sequence[str] = (),
 ) -> list[str]:
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
@@ -592,6 +595,19 @@ def reproducibility_section(
                 "",
             ]
             + [f"- {d}" for d in deduped]
+            + [""]
+        )
+    if repaired:
+        lines += (
+            [
+                "### Training clocks repaired",
+                "",
+                "These trials were restored from a checkpoint by a version of the suite whose "
+                "training clock started again from zero at a restore; their clock (time to "
+                "target, env steps/s) was continued from its value at the checkpoint.",
+                "",
+            ]
+            + [f"- {r}" for r in repaired]
             + [""]
         )
     return lines

@@ -455,6 +455,16 @@ def _iteration_faults(iterations: list[int]) -> tuple[int, int]:
     return duplicated, missing
 
 
+def _clock_drops(rows: list[dict[str, Any]]) -> int:
+    """Rows of a trial's result.json (in order) whose training clock is below the row
+    before's: a restore that restarted the clock (the suite checkpoints it: none expected)."""
+    from sweeps.harness import keys
+
+    clock = [keys.get(r, keys.TRAIN_TIME_S) for r in rows]
+    clock = [float(c) for c in clock if isinstance(c, int | float) and c == c]
+    return sum(1 for a, b in zip(clock, clock[1:], strict=False) if b < a)
+
+
 def _csv_iterations(path: Path) -> tuple[list[int], int]:
     """The training_iteration column of progress.csv and the number of rows where it is not
     an integer (columns shifted against the header)."""
@@ -557,7 +567,13 @@ def check_sweep(folder: Path) -> dict[str, Any]:
             "env_runner_restarts": _sum_of_peaks(restarts),
             "replay_shard_restarts": _sum_of_peaks(shard),
             "replay_requests_lost": _sum_of_peaks(lost),
+            "clock_drops": _clock_drops(rows),
         }
+        if trials[trial_id]["clock_drops"]:
+            problems.append(
+                f"{trial_id}: suite/train_time_s went back {trials[trial_id]['clock_drops']} "
+                "time(s) (a restore restarted the training clock)"
+            )
         for name in ("result_json", "progress_csv"):
             bad = {k: v for k, v in trials[trial_id][name].items() if v}
             if bad:
@@ -613,6 +629,7 @@ def check_sweep(folder: Path) -> dict[str, Any]:
         "env_runner_restarts": sum(t["env_runner_restarts"] for t in trials.values()),
         "replay_shard_restarts": sum(t["replay_shard_restarts"] for t in trials.values()),
         "replay_requests_lost": sum(t["replay_requests_lost"] for t in trials.values()),
+        "clock_drops": sum(t["clock_drops"] for t in trials.values()),
         "trials": trials,
         "skipped_by_collect": collection.skipped,
     }

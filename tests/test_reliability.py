@@ -319,14 +319,23 @@ def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Pat
     return runner.run(sweep, [*common, *budget, *argv]), tmp_path / "exp"
 
 
+def _assert_clock_goes_on(rows: list[dict]) -> None:
+    """The suite's training clock never goes back over a trial's rows (restores included), and
+    env steps/s is continuous: no row more than twice or half the one before."""
+    clock = [keys.get(r, keys.TRAIN_TIME_S) for r in rows]
+    assert clock == sorted(clock), clock
+    rate = [keys.get(r, keys.ENV_STEPS_PER_S) for r in rows[1:]]
+    assert all(0.5 < b / a < 2.0 for a, b in zip(rate, rate[1:], strict=False) if a), rate
+
+
 @pytest.mark.slow
 def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_session):
     marker = tmp_path / "failed-once"
-    # Step 1,500 of the trial process: in the second iteration, after the first checkpoint.
+    # Step 2,500 of the trial process: in the third iteration, after the second checkpoint.
     rc, experiment = _faulty_dqn_cabs(
         tmp_path,
-        *("--checkpoint-freq", "1", "--max-failures", "2"),
-        fail_at_step=1500,
+        *("--checkpoint-freq", "1", "--max-failures", "2", "--stop-timesteps", str(2 * STOP)),
+        fail_at_step=2500,
         fail_marker=str(marker),
     )
     out = capsys.readouterr().out
@@ -335,19 +344,22 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
     record = _record(experiment)
     assert record["status"] == "finished"
     (failure,) = record["failures"]
-    assert failure["retried"] and failure["iteration"] == failure["checkpoint_iteration"] == 1
-    assert "injected failure at step 1500" in failure["error"]
+    assert failure["retried"] and failure["iteration"] == failure["checkpoint_iteration"] == 2
+    assert "injected failure at step 2500" in failure["error"]
     assert re.search(
-        r"failure 1 of trial \w+ .*retried from its checkpoint at iteration 1: .*injected", out
+        r"failure 1 of trial \w+ .*retried from its checkpoint at iteration 2: .*injected", out
     )
     # Tune's own reporter was left alone (its error report needs its start time); only its
     # temporary TensorBoard line is kept off.
     assert "To visualize your results with TensorBoard" not in out
     (trial,) = _trials(experiment)
     rows = _rows(trial)
-    # Restored from the iteration-1 checkpoint: iteration 2 follows, iteration 1 is not redone.
-    assert [r["training_iteration"] for r in rows] == [1, 2]
-    assert keys.get(rows[-1], keys.ENV_STEPS) >= STOP
+    # Restored from the iteration-2 checkpoint: iteration 3 follows, nothing is redone.
+    assert [r["training_iteration"] for r in rows] == [1, 2, 3, 4]
+    assert keys.get(rows[-1], keys.ENV_STEPS) >= 2 * STOP
+    # The retry's clock goes on from the checkpoint's (it used to start again from zero).
+    _assert_clock_goes_on(rows)
+    assert keys.get(rows[2], keys.TRAIN_TIME_S) > keys.get(rows[1], keys.TRAIN_TIME_S)
 
 
 @pytest.mark.slow
@@ -459,3 +471,51 @@ def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
     assert len(trials) == 3 == len(_finished(experiment))
     for name, text in done.items():  # finished trials keep their results, untouched
         assert (experiment / name / "result.json").read_text() == text
+
+
+@pytest.mark.slow
+def test_resumed_trial_keeps_its_clock_and_training_budget(tmp_path, ray_session):
+    """SIGKILL after a checkpoint, then --resume: the trial's clock goes on from the
+    checkpoint's, so its --stop-train-time-s budget holds over both runs (it used to start
+    again: a 6-s budget trained ~6 s after the restore on top of what came before)."""
+    address = ray_session.get_runtime_context().gcs_address
+    experiment = tmp_path / "exp"
+    budget_s = 6.0
+    argv = [
+        *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
+        *("--stop-train-time-s", str(budget_s), "--stop-timesteps", "1000000000"),
+        *("--iteration-s", "0.5", "--eval-interval", "0", "--checkpoint-freq", "1"),
+        *("--progress-interval-s", "600", "--address", address),
+    ]
+    procs = []
+    try:
+        log1 = tmp_path / "1.log"
+        procs.append(proc := _start(argv, log1))
+
+        def checkpointed_half_way() -> bool:
+            rows = [r for t in _trials(experiment) for r in _rows(t)]
+            checkpoints = [p for t in _trials(experiment) for p in t.glob("checkpoint_*")]
+            late = [r for r in rows if keys.get(r, keys.TRAIN_TIME_S, 0) >= budget_s / 2]
+            return bool(late and checkpoints)
+
+        _wait_for(checkpointed_half_way, proc, log1)
+        _kill_group(proc)
+        (trial,) = _trials(experiment)
+        before = _rows(trial)
+
+        log2 = tmp_path / "2.log"
+        procs.append(proc := _start(["--resume", str(experiment), "--address", address], log2))
+        assert proc.wait(timeout=240) == 0, log2.read_text()[-3000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _kill_group(p)
+
+    rows = _rows(trial)
+    assert len(rows) > len(before) or rows[-1] != before[-1]  # it trained after the resume
+    _assert_clock_goes_on(rows)
+    last = rows[-1]
+    assert budget_s <= keys.get(last, keys.TRAIN_TIME_S) < budget_s + 2.0
+    # Tune's clock (restored from the same checkpoint) counts the same iterations: the trial
+    # trained for its budget and one iteration more at most, not a budget after the restore.
+    assert last["time_total_s"] < budget_s + 2.0, last["time_total_s"]

@@ -3,6 +3,13 @@
 The suite compares algorithms by *training* wall-clock, so evaluation time has to be measured and
 taken out; and cab runs are judged against the env's exact optimum. Everything written here lives
 under ``result["suite"]`` (keys in ``sweeps.harness.keys``).
+
+The clocks are part of the trial's state: each result adds the iteration's training and
+evaluation seconds to lifetime sums in the algorithm's MetricsLogger, which RLlib saves with every
+checkpoint and restores with it (after ``--resume`` or a Tune retry), and the figures are read
+back from there. What a restore costs (the iterations since that checkpoint, trained again) is
+counted, as the time it takes; start-up and the restore itself (``on_checkpoint_loaded``) are
+not.
 """
 
 from __future__ import annotations
@@ -46,14 +53,33 @@ def _one_torch_thread_per_cpu(config: Any) -> None:
     torch.set_num_threads(max(1, int(config.num_cpus_for_main_process)))
 
 
+# Where the clocks live in the algorithm's MetricsLogger, as lifetime sums (checkpointed with it
+# and kept over its reductions); popped from each result, whose figures are under ``keys.SUITE``.
+CLOCK = "suite_clock"
+_CLOCK_TRAIN: tuple[str, str] = (CLOCK, "train_time_s")
+_CLOCK_EVAL: tuple[str, str] = (CLOCK, "eval_time_s")
+
+
+def _peek(metrics: Any, key: tuple[str, str]) -> float:
+    value = number(metrics.peek(key, default=0.0))
+    return 0.0 if math.isnan(value) else value
+
+
+def _logger() -> Any:
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    return MetricsLogger(root=True)
+
+
 class SuiteCallbacks(RLlibCallback):
     """Training wall-clock without evaluation, greedy return, % of optimum, throughput."""
 
     def __init__(self) -> None:
         super().__init__()
-        self._t_start: float | None = None
+        self._mark: float | None = None  # when the clocks were last advanced
         self._eval_started: float | None = None
-        self._eval_time_s = 0.0
+        self._eval_time_s = 0.0  # evaluation since _mark
+        self._own_metrics: Any = None
         self._greedy_return = math.nan
         self._optimum: float | None = None
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
@@ -62,7 +88,13 @@ class SuiteCallbacks(RLlibCallback):
         _one_torch_thread_per_cpu(algorithm.config)
         self._optimum = _cab_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         # Start-up (building runners, learners, the DP above) is not training time.
-        self._t_start = time.perf_counter()
+        self._mark = time.perf_counter()
+
+    def on_checkpoint_loaded(self, *, algorithm, **kwargs) -> None:
+        """The clocks came back with the MetricsLogger (a checkpoint written before they were
+        saved has none: they then start again, as they used to); restoring is not training."""
+        self._mark = time.perf_counter()
+        self._eval_time_s = 0.0
 
     def on_episode_end(
         self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
@@ -98,6 +130,23 @@ class SuiteCallbacks(RLlibCallback):
             runners[keys.RLLIB_RETURN_MEAN[-1]] = runners[keys.RETURN_MEAN[-1]]
         runners[keys.RETURN_MEAN[-1]] = number(runners.get(keys.RETURN_MEAN_LAST_N[-1], math.nan))
 
+    def _advance_clocks(self, metrics: Any) -> tuple[float, float]:
+        """Add the training and evaluation seconds since the last call to the lifetime sums and
+        return the sums (training >= 1e-9 s)."""
+        now = time.perf_counter()
+        if self._mark is None:  # no on_algorithm_init (a test, or a restore without it)
+            self._mark = now
+        eval_s, self._eval_time_s = self._eval_time_s, 0.0
+        train_s = max(now - self._mark - eval_s, 0.0)
+        self._mark = now
+        if metrics is None:  # RLlib always passes its logger; keep sums of our own otherwise
+            if self._own_metrics is None:
+                self._own_metrics = _logger()
+            metrics = self._own_metrics
+        metrics.log_value(_CLOCK_TRAIN, train_s, reduce="lifetime_sum")
+        metrics.log_value(_CLOCK_EVAL, eval_s, reduce="lifetime_sum")
+        return max(_peek(metrics, _CLOCK_TRAIN), 1e-9), _peek(metrics, _CLOCK_EVAL)
+
     def on_evaluate_start(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         self._eval_started = time.perf_counter()
 
@@ -107,11 +156,9 @@ class SuiteCallbacks(RLlibCallback):
             self._eval_started = None
 
     def on_train_result(self, *, algorithm, metrics_logger=None, result: dict, **kwargs) -> None:
-        if self._t_start is None:  # restored without on_algorithm_init
-            self._t_start = time.perf_counter()
         self._smoothed_return(result)
-        wall = time.perf_counter() - self._t_start
-        train_time = max(wall - self._eval_time_s, 1e-9)
+        train_time, eval_time = self._advance_clocks(metrics_logger)
+        result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
 
         env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
         trained = number(keys.get(result, keys.ENV_STEPS_TRAINED, math.nan))
@@ -129,7 +176,7 @@ class SuiteCallbacks(RLlibCallback):
         suite = {
             keys.ENV_STEPS[-1]: env_steps,
             keys.TRAIN_TIME_S[-1]: train_time,
-            keys.EVAL_TIME_S[-1]: self._eval_time_s,
+            keys.EVAL_TIME_S[-1]: eval_time,
             keys.ENV_STEPS_PER_S[-1]: env_steps / train_time,
             keys.LEARNER_STEPS_PER_S[-1]: trained / train_time,
             keys.GREEDY_RETURN[-1]: self._greedy_return,

@@ -226,6 +226,9 @@ class ProgressCallback(Callback):
         self._budget_s = time_budget_s
         self._num_samples = num_samples
         self._start = time.monotonic()
+        # The sweep's wall-clock before this run (a resumed sweep: Tune restores it, from its
+        # experiment state, as it restores its time-budget stopper's remaining budget).
+        self._elapsed_before_s = 0.0
         self._last_print = 0.0
         self._last: dict[str, dict] = {}
         # trial id -> its last result with a finite judged return: an iteration in which no
@@ -238,7 +241,25 @@ class ProgressCallback(Callback):
         print(text, file=sys.stdout, flush=True)  # not stored: Tune pickles callbacks
 
     def setup(self, **info: Any) -> None:
-        self._start = time.monotonic()  # (again on resume: elapsed counts this run's time)
+        self._start = time.monotonic()
+
+    def elapsed_s(self) -> float:
+        """The sweep's wall-clock so far, the runs before a resume included (as Tune counts
+        its ``time_budget_s``)."""
+        return self._elapsed_before_s + time.monotonic() - self._start
+
+    def get_state(self) -> dict[str, Any]:
+        return {"elapsed_s": self.elapsed_s()}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._elapsed_before_s = float(state.get("elapsed_s", 0.0))
+        self._start = time.monotonic()
+        if self._elapsed_before_s > 0:
+            budget = f" of its {_clock(self._budget_s)} budget" if self._budget_s else ""
+            self._print(
+                f"[resume] the sweep ran {_clock(self._elapsed_before_s)} before{budget}; "
+                "its clock and budget go on from there"
+            )
 
     def _value(self, trial_id: str) -> float:
         value = _finite(keys.get(self._judged.get(trial_id, {}), self._metric))
@@ -267,7 +288,7 @@ class ProgressCallback(Callback):
             f"{n.get(Trial.ERROR, 0)} errored",
             f"{max(waiting, 0)} waiting",
         ]
-        elapsed = time.monotonic() - self._start
+        elapsed = self.elapsed_s()
         clock = _clock(elapsed) + (f" of {_clock(self._budget_s)}" if self._budget_s else "")
         best = "best: none yet"
         ranked = [t for t in self._ranked() if math.isfinite(self._value(t))]

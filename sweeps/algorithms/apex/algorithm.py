@@ -44,6 +44,8 @@ from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X 
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
 SAMPLE_TAG = "apex_sample"
+# The checkpointed state's entry for Ape-X's own training clock (restored with the trial).
+CLOCK_STATE = "apex_clock"
 # A replay shard whose process dies (killed, out of memory) is restarted by Ray, empty, behind
 # the same handle: its contents are lost (they are never checkpointed), the trial goes on, and
 # its restarts and the requests lost with it are counted (``apex/replay_shard_restarts``,
@@ -121,6 +123,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._num_training_step_calls = 0
         self._idle_s = 0.0
         self._train_time_s = 0.0  # time inside training iterations (no eval, no setup)
+        # Env steps sampled and trained before the checkpoint this run was restored from (the
+        # counters above restart with the replay; the lifetime figures add these).
+        self._restored_steps = (0, 0)
         self._shard_steps = [0] * cfg.num_replay_buffer_shards  # env steps sent per shard
         self._replay_reqs: list[tuple[int, ray.ObjectRef]] = []
         self._batch_queue: deque[tuple[int, dict[str, np.ndarray]]] = deque()
@@ -193,6 +198,36 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._train_time_s += time.perf_counter() - t0
         self._apex_results = self._iteration_metrics(time.perf_counter() - t0)
         return out
+
+    @override(DQN)
+    def get_state(self, components=None, *, not_components=None, **kwargs) -> dict[str, Any]:
+        """RLlib's state plus Ape-X's training clock, so that a restored trial's throughput
+        figures continue from the checkpoint (its counters restart: the replay, which is not
+        checkpointed, refills first)."""
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if self._check_component(CLOCK_STATE, components, not_components):
+            sampled, trained = self._lifetime_steps()
+            state[CLOCK_STATE] = {
+                "train_time_s": self._train_time_s,
+                "env_steps_sampled": sampled,
+                "env_steps_trained": trained,
+            }
+        return state
+
+    @override(DQN)
+    def set_state(self, state: dict[str, Any]) -> None:
+        super().set_state(state)
+        if CLOCK_STATE in state:
+            clock = state[CLOCK_STATE]
+            self._train_time_s = float(clock["train_time_s"])
+            self._restored_steps = (
+                int(clock["env_steps_sampled"]),
+                int(clock["env_steps_trained"]),
+            )
+
+    def _lifetime_steps(self) -> tuple[int, int]:
+        """Env steps sampled and trained over the trial's life, restores included."""
+        return self._sampled + self._restored_steps[0], self._trained + self._restored_steps[1]
 
     @override(DQN)
     def _compile_iteration_results(self, *, train_results, eval_results):

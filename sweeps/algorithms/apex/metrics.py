@@ -56,6 +56,7 @@ class ApexMetricsMixin:
         )
         per_s = 1.0 / iteration_s if iteration_s > 0 else math.nan
         life_s = 1.0 / self._train_time_s if self._train_time_s > 0 else math.nan
+        sampled_life, trained_life = self._lifetime_steps()
         runner_keys = {rid: f"runner_{rid}" for rid in self._runner_epsilon}
         lag_updates = {
             runner_keys[r]: self._num_updates - self._updates_at_sync[r]
@@ -71,12 +72,12 @@ class ApexMetricsMixin:
         n_results = max(self._num_sample_results, 1)
         owed = self._sampled_since_learning_started()  # what training_intensity applies to
         apex = {
-            "env_steps_sampled_lifetime": self._sampled,
-            "env_steps_trained_lifetime": self._trained,
+            "env_steps_sampled_lifetime": sampled_life,
+            "env_steps_trained_lifetime": trained_life,
             "env_steps_sampled_per_s": (self._sampled - sampled0) * per_s,
             "env_steps_trained_per_s": (self._trained - trained0) * per_s,
-            "env_steps_sampled_per_s_lifetime": self._sampled * life_s,
-            "env_steps_trained_per_s_lifetime": self._trained * life_s,
+            "env_steps_sampled_per_s_lifetime": sampled_life * life_s,
+            "env_steps_trained_per_s_lifetime": trained_life * life_s,
             # Trained per sampled step since learning started: the ratio training_intensity
             # sets and the driver holds (the steps before it only fill the buffer).
             "replay_ratio": self._trained / owed if owed else 0.0,
