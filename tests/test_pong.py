@@ -112,6 +112,46 @@ def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
     env.close()
 
 
+@pytest.mark.parametrize("algo", ["impala", "appo", "dqn", "apex"])
+def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
+    """The Atari module (``sweeps/algorithms/fast_cnn.py``): RLlib's default module with its
+    symmetric padding done by the conv: same parameters, same outputs, one pad layer fewer."""
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+    from torch import nn
+
+    config = _config(algo)
+    env = make_pong()
+    fused_spec = config.get_rl_module_spec(env=env)
+    default = config.get_default_rl_module_spec().module_class
+    assert fused_spec.module_class is not default and issubclass(fused_spec.module_class, default)
+    plain_spec = RLModuleSpec(
+        module_class=default,
+        observation_space=fused_spec.observation_space,
+        action_space=fused_spec.action_space,
+        model_config=fused_spec.model_config,
+    )
+    torch.manual_seed(0)
+    plain = plain_spec.build()
+    fused = fused_spec.build()
+    for module in (plain, fused):
+        if hasattr(module, "make_target_networks"):  # (as their learners do: DQN, APPO)
+            module.make_target_networks()
+    assert plain.state_dict().keys() == fused.state_dict().keys()
+    fused.load_state_dict(plain.state_dict())
+    pads = [m.padding for m in plain.modules() if isinstance(m, nn.ZeroPad2d)]
+    left = [m.padding for m in fused.modules() if isinstance(m, nn.ZeroPad2d)]
+    assert (1, 1, 1, 1) in pads and left == [p for p in pads if p != (1, 1, 1, 1)]
+    obs = torch.from_numpy(np.stack([env.reset(seed=s)[0] for s in range(4)]))
+    for forward in ("forward_inference", "forward_train"):
+        batch = {"obs": obs, "new_obs": obs}  # (DQN's forward_train also reads new_obs)
+        a, b = getattr(plain, forward)(batch), getattr(fused, forward)(batch)
+        for key in a:
+            if isinstance(a[key], torch.Tensor):
+                assert torch.equal(a[key], b[key]), (forward, key)
+    env.close()
+
+
 def test_a_larger_frame_takes_the_64x64_net() -> None:
     from sweeps.harness.workloads import pong_model
 

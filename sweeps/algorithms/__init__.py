@@ -6,6 +6,9 @@
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
 * :mod:`sweeps.algorithms.masking`: the action-masked IMPALA / APPO RLModules for the same env.
+* :mod:`sweeps.algorithms.vtrace`: IMPALA / APPO learners whose V-trace targets keep the
+  bootstrap value at each fragment's end (RLlib 2.60's loss cancels it); every IMPALA and APPO
+  config of the suite uses them.
 
 Importing this package imports neither Ray nor Torch; import the submodules you need.
 """

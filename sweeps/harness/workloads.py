@@ -40,7 +40,7 @@ PONG_SMOKE: dict[str, Any] = {"num_samples": 1, "stop_timesteps": 400}
 def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
     gpus = args.num_gpus_per_learner
     return (
-        _local_fallback(config)
+        _local_fallback(_bootstrapped_vtrace(config))
         .env_runners(
             num_env_runners=args.num_env_runners,
             num_envs_per_env_runner=args.num_envs_per_env_runner,
@@ -64,6 +64,16 @@ def _common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfi
         .debugging(seed=args.seed, log_level="ERROR")
         .reporting(metrics_num_episodes_for_smoothing=20)
     )
+
+
+def _bootstrapped_vtrace(config: AlgorithmConfig) -> AlgorithmConfig:
+    """IMPALA and APPO (its subclass) learn with V-trace targets that keep the bootstrap value at
+    each fragment's end (``sweeps/algorithms/vtrace.py``: RLlib 2.60's loss cancels it)."""
+    if isinstance(config, IMPALAConfig):
+        from sweeps.algorithms.vtrace import bootstrapped_learner
+
+        config.learners(learner_class=bootstrapped_learner(config))
+    return config
 
 
 def _local_fallback(config: AlgorithmConfig) -> AlgorithmConfig:
@@ -110,7 +120,7 @@ def pong(config: AlgorithmConfig, args: argparse.Namespace, **model: Any) -> Alg
     config = _common(config, args).environment(PONG, clip_rewards=True)
     config.env_runners(gym_env_vectorize_mode="vector_entry_point")
     dim = {**ENV_DEFAULTS, **(config.env_config or {})}["dim"]
-    return config.rl_module(model_config=DefaultModelConfig(**{**pong_model(dim), **model}))
+    return _atari_module(config, {**pong_model(dim), **model})
 
 
 def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
@@ -149,7 +159,7 @@ def gym(
         config.environment(clip_rewards=True)
         config.env_runners(gym_env_vectorize_mode="vector_entry_point")
         dim = {**ENV_DEFAULTS, **args.env_config}["dim"]
-        return config.rl_module(model_config=DefaultModelConfig(**pong_model(dim)))
+        return _atari_module(config, pong_model(dim))
     if not env.vector_observations:
         config.env_runners(env_to_module_connector=flatten_observations)
     model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
@@ -165,6 +175,17 @@ PONG_MODEL: dict[str, Any] = {
     "head_fcnet_hiddens": [256],
     "vf_share_layers": True,
 }
+
+
+def _atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
+    """The algorithm's default RLModule with ``model`` as its CNN, its padding computed without
+    copies (``sweeps/algorithms/fast_cnn.py``: the same network, the same outputs)."""
+    from sweeps.algorithms.fast_cnn import fused_module_class
+
+    return config.rl_module(
+        model_config=DefaultModelConfig(**model),
+        rl_module_spec=RLModuleSpec(module_class=fused_module_class(config)),
+    )
 
 
 def pong_model(dim: int) -> dict[str, Any]:
