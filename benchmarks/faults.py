@@ -456,13 +456,12 @@ def _iteration_faults(iterations: list[int]) -> tuple[int, int]:
 
 
 def _clock_drops(rows: list[dict[str, Any]]) -> int:
-    """Rows of a trial's result.json (in order) whose training clock is below the row
-    before's: a restore that restarted the clock (the suite checkpoints it: none expected)."""
-    from sweeps.harness import keys
+    """Restores in a trial's result.json (rows in order) that restarted its training clock
+    (``analysis.collect.repair_clock`` finds them; the suite checkpoints the clock: none
+    expected)."""
+    from analysis.collect import repair_clock
 
-    clock = [keys.get(r, keys.TRAIN_TIME_S) for r in rows]
-    clock = [float(c) for c in clock if isinstance(c, int | float) and c == c]
-    return sum(1 for a, b in zip(clock, clock[1:], strict=False) if b < a)
+    return repair_clock(rows)[1]
 
 
 def _csv_iterations(path: Path) -> tuple[list[int], int]:

@@ -9,6 +9,8 @@
 * :mod:`sweeps.algorithms.vtrace`: IMPALA / APPO learners whose V-trace targets keep the
   bootstrap value at each fragment's end (RLlib 2.60's loss cancels it); every IMPALA and APPO
   config of the suite uses them.
+* :mod:`sweeps.algorithms.fast_cnn`: RLlib's default IMPALA / APPO / DQN modules with the Atari
+  net's symmetric padding done by the conv (same parameters, same outputs).
 
 Importing this package imports neither Ray nor Torch; import the submodules you need.
 """

@@ -46,24 +46,24 @@ def _with_appended_steps_off_policy(batch: Any) -> Any:
     return {**batch, Columns.ACTION_LOGP: fixed}
 
 
-class BootstrappedIMPALATorchLearner(IMPALATorchLearner):
+class _KeepBootstrap:
+    """Mixin before an RLlib IMPALA/APPO torch learner: its loss on the fixed batch."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        return super().compute_loss_for_module(
+            module_id=module_id,
+            config=config,
+            batch=_with_appended_steps_off_policy(batch),
+            fwd_out=fwd_out,
+        )
+
+
+class BootstrappedIMPALATorchLearner(_KeepBootstrap, IMPALATorchLearner):
     """IMPALA's torch learner with the bootstrap value kept at each fragment's end."""
 
-    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
-        batch = _with_appended_steps_off_policy(batch)
-        return super().compute_loss_for_module(
-            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
-        )
 
-
-class BootstrappedAPPOTorchLearner(APPOTorchLearner):
+class BootstrappedAPPOTorchLearner(_KeepBootstrap, APPOTorchLearner):
     """APPO's torch learner with the bootstrap value kept at each fragment's end."""
-
-    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
-        batch = _with_appended_steps_off_policy(batch)
-        return super().compute_loss_for_module(
-            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
-        )
 
 
 def bootstrapped_learner(config: Any) -> type:

@@ -65,12 +65,6 @@ def _peek(metrics: Any, key: tuple[str, str]) -> float:
     return 0.0 if math.isnan(value) else value
 
 
-def _logger() -> Any:
-    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
-
-    return MetricsLogger(root=True)
-
-
 class SuiteCallbacks(RLlibCallback):
     """Training wall-clock without evaluation, greedy return, % of optimum, throughput."""
 
@@ -79,7 +73,6 @@ class SuiteCallbacks(RLlibCallback):
         self._mark: float | None = None  # when the clocks were last advanced
         self._eval_started: float | None = None
         self._eval_time_s = 0.0  # evaluation since _mark
-        self._own_metrics: Any = None
         self._greedy_return = math.nan
         self._optimum: float | None = None
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
@@ -139,10 +132,6 @@ class SuiteCallbacks(RLlibCallback):
         eval_s, self._eval_time_s = self._eval_time_s, 0.0
         train_s = max(now - self._mark - eval_s, 0.0)
         self._mark = now
-        if metrics is None:  # RLlib always passes its logger; keep sums of our own otherwise
-            if self._own_metrics is None:
-                self._own_metrics = _logger()
-            metrics = self._own_metrics
         metrics.log_value(_CLOCK_TRAIN, train_s, reduce="lifetime_sum")
         metrics.log_value(_CLOCK_EVAL, eval_s, reduce="lifetime_sum")
         return max(_peek(metrics, _CLOCK_TRAIN), 1e-9), _peek(metrics, _CLOCK_EVAL)
