@@ -49,7 +49,10 @@ def make_config(args: argparse.Namespace) -> IMPALAConfig:
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    return vtrace_family.sample_pong(trial, lr=(2e-4, 2e-3), vf_loss_coeff=(0.25, 1.0))
+    return {
+        **vtrace_family.sample_pong(trial, lr=(2e-4, 2e-3), vf_loss_coeff=(0.25, 1.0)),
+        "entropy_coeff": trial.suggest_float("hp/entropy_coeff", 2e-3, 3e-2, log=True),
+    }
 
 
 SWEEP = runner.Sweep(

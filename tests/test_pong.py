@@ -104,7 +104,7 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.minibatch_size % config.rollout_fragment_length == 0  # whole V-trace rows
     assert config.num_epochs == 1 and config.use_circular_buffer is False
     assert config.broadcast_interval == 1
-    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
+    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.001]]
 
 
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
