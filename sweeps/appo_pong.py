@@ -11,7 +11,7 @@ How to run
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
 RLlib's small 42x42 net (its padding fused: sweeps/algorithms/fast_cnn.py), V-trace targets that
 keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments trained once in
-minibatches of 160, lr 5e-4, entropy 0.002 annealed to a floor of 0.001 over 3M env steps.
+minibatches of 160, lr 5e-4, entropy 0.002 annealed to 0 over 3M env steps.
 Trials are judged by the training return (the mean of the last 20 games).
 ASHA runs over env steps sampled: grace period 0.5M, reduction factor 3, at most 6M (~70 minutes
 at ~1,500 env steps/s on 2 cores).
@@ -34,44 +34,28 @@ from ray.rllib.algorithms.appo import APPOConfig
 from sweeps import vtrace_family
 from sweeps.harness import runner, workloads
 
-# RLlib's tuned pong_appo.py on top of what the V-trace family shares (sweeps/vtrace_family.py),
-# changed where it learns late on one env runner and a learner short of CPU:
-# 20-step fragments cut into minibatches of 160 (a 32-game sample is ~670 steps: ~4 updates
-# where there was one), each batch trained once, in order, through a short queue (APPO's
-# circular buffer dropped batches the busy learner had not reached), weights to the runner after
-# every update, and a smaller entropy bonus (advantages are not normalised: on Pong they are
-# ~0.1, and 0.01 pulled the policy back to uniform), annealed over 3M env steps to a floor (annealed
-# to 0, the policy's entropy fell to ~0.03 nats by 3M env steps, and games turned into long rallies
-# with returns swinging between -12 and +13: results/pong/candidates/).
-ENTROPY_ANNEAL_STEPS = 3_000_000
+# RLlib's tuned pong_appo.py losses on the V-trace family's recipe (sweeps/vtrace_family.py),
+# each batch trained in order through a short queue (APPO's circular buffer dropped batches the
+# busy learner had not reached).
 TUNED: dict[str, Any] = {
     **vtrace_family.PONG_TUNED,
     "target_network_update_freq": 2,
     "lr": 0.0005,
-    "vf_loss_coeff": 0.5,
-    "entropy_coeff": [[0, 0.002], [ENTROPY_ANNEAL_STEPS, 0.001]],
-    "broadcast_interval": 1,
-    "minibatch_size": 160,
     "use_circular_buffer": False,
     "simple_queue_size": 2,
 }
-FRAGMENT = 20
 
 
 def make_config(args: argparse.Namespace) -> APPOConfig:
     config = APPOConfig().training(**TUNED)
-    config.env_runners(rollout_fragment_length=FRAGMENT)
+    config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     return workloads.pong(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    """The V-trace family's Pong space, the entropy bonus's start and floor (annealed between
-    them over the first 3M env steps), APPO's clip and target-network period."""
-    start = trial.suggest_float("hp/entropy_start", 5e-4, 1e-2, log=True)
-    floor = trial.suggest_categorical("hp/entropy_floor", [0.0, 0.0005, 0.001, 0.002])
+    """The V-trace family's Pong space plus APPO's clip and target-network period."""
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
-        "entropy_coeff": [[0, start], [ENTROPY_ANNEAL_STEPS, floor]],
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
     }

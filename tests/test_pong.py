@@ -87,8 +87,8 @@ def _config(algo: str, argv: list[str] | None = None):
 @pytest.mark.parametrize("algo", ["impala", "appo"])
 def test_the_cpu_recipe(algo: str) -> None:
     """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
-    the small 42x42 net, sticky actions off; IMPALA with 50-step fragments, APPO with 20-step
-    fragments trained once in minibatches of 160 through a short queue."""
+    the small 42x42 net, sticky actions off; 20-step fragments trained once in minibatches of 160
+    through a short queue, weights broadcast after every update."""
     config = _config(algo)
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 32
     assert config.gym_env_vectorize_mode == "vector_entry_point"
@@ -96,15 +96,15 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.model_config["conv_filters"][-1] == [256, 11, 1, "valid"]
     assert config.evaluation_interval is None  # judged by the training return
     assert validate_pong_config(config.env_config)["repeat_action_probability"] == 0.0
-    if algo == "impala":
-        assert config.rollout_fragment_length == 50
-        assert config.train_batch_size_per_learner == 500
-        return
     assert config.rollout_fragment_length == 20 and config.minibatch_size == 160
+    assert config.train_batch_size_per_learner == 500
     assert config.minibatch_size % config.rollout_fragment_length == 0  # whole V-trace rows
-    assert config.num_epochs == 1 and config.use_circular_buffer is False
-    assert config.broadcast_interval == 1
-    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.001]]
+    assert config.num_epochs == 1 and config.broadcast_interval == 1
+    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
+    if algo == "appo":
+        assert config.use_circular_buffer is False and config.simple_queue_size == 2
+    else:
+        assert config.learner_queue_size == 2
 
 
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
