@@ -52,6 +52,23 @@ def fmt_ratio(x) -> str:
     return DASH if is_missing(x) else f"{float(x):.2f}×"
 
 
+def fmt_interval(low, high, fmt: Callable = fmt_float) -> str:
+    """'[lo, hi]' (a 95% interval); '[lo, ∞)' where the data bound it from below only."""
+    if is_missing(low) or is_missing(high):
+        return ""
+    upper = "∞)" if math.isinf(float(high)) else f"{fmt(high)}]"
+    return f"[{fmt(low)}, {upper}"
+
+
+def fmt_estimate(value, low, high, fmt: Callable = fmt_float) -> str:
+    """'value [lo, hi]': a point estimate with its 95% interval (the value alone where it has
+    none; a dash where there is no value)."""
+    if is_missing(value):
+        return DASH
+    interval = fmt_interval(low, high, fmt)
+    return f"{fmt(value)} {interval}" if interval else fmt(value)
+
+
 def fmt_bounded(x, bound: str | bool, fmt: Callable = fmt_float) -> str:
     """A value that may be a bound: '≥ 60.9 s' (``bound`` True or "≥")."""
     if not isinstance(bound, str):  # a lower-bound flag (bool or numpy bool)

@@ -216,6 +216,57 @@ def plot_time_to_target(
     return _save(fig, path)
 
 
+def plot_kaplan_meier(
+    ttt: pd.DataFrame, order: list[str], path: Path, title: str, colours: Palette
+) -> Path | None:
+    """Time to one target as censored data, per configuration (``order``): the Kaplan–Meier
+    fraction of seeds at the target against training wall-clock and against env steps, with
+    its 95% band (analysis.stats.kaplan_meier); a seed that missed is a '+' at its budget."""
+    from analysis.stats import kaplan_meier
+
+    if ttt.empty or not order:
+        return None
+    fig, axes = _figure(2, width=13, height=4.5)
+    columns = {
+        "train_time_s": ("budget_train_time_s", TIME_LABEL),
+        "env_steps": ("budget_env_steps", STEPS_LABEL),
+    }
+    for ax, (x, (budget, xlabel)) in zip(axes, columns.items(), strict=True):
+        for config in order:
+            g = ttt[ttt["config"] == config]
+            hit = g["reached"].astype(bool).to_numpy()
+            times = g[x].where(g["reached"].astype(bool), g[budget]).to_numpy(float)
+            colour = colours.of(config)
+            km = kaplan_meier(times, hit)
+            end = float(np.nanmax(times))
+            if km is None:
+                t, p, lo, hi = np.array([0.0]), np.array([0.0]), np.array([0.0]), np.array([0.0])
+            else:
+                t, p, lo, hi = km
+            # The step function from 0 (no seed there yet) to the last seed's time or budget.
+            xs = np.concatenate([[0.0], t, [max(end, float(t[-1]))]])
+            ys = np.concatenate([[0.0], p, [p[-1]]])
+            ax.step(xs, ys, where="post", color=colour, label=f"{config} ({len(g)} seeds)")
+            if len(g) > 1 and km is not None:
+                band_lo = np.concatenate([[0.0], lo, [lo[-1]]])
+                band_hi = np.concatenate([[0.0], hi, [hi[-1]]])
+                ax.fill_between(xs, band_lo, band_hi, step="post", color=colour, alpha=0.15, lw=0)
+            missed = times[~hit]
+            if len(missed):
+                level = np.interp(missed, xs, ys)
+                ax.plot(missed, level, "+", color=colour, ms=10, mew=1.5)
+        ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlim(left=0)
+        ax.set_xlabel(f"{xlabel} to the target")
+        ax.set_ylabel("fraction of seeds at the target")
+        ax.grid(alpha=0.3)
+    axes[1].plot([], [], "+", color="0.3", ms=10, mew=1.5, label="seed not reached (its budget)")
+    axes[1].legend(fontsize=8, loc="lower right", framealpha=0.8)
+    fig.suptitle(f"{title}\nKaplan–Meier estimate, band 95%; dotted: half the seeds", fontsize=10)
+    return _save(fig, path)
+
+
 def ideal_speedup(remote: pd.DataFrame) -> tuple[tuple[float, float], tuple[float, float]] | None:
     """The ideal (linear) speedup line from the fewest to the most remote env runners:
     ((n_ref, n_max), (1, n_max / n_ref)); None unless some algorithm ran at two or more remote
@@ -339,6 +390,22 @@ def plot_sweep(
     ax.set_title(f"{experiment}: {g['trial_id'].nunique()} trials, scheduler {scheduler}")
     ax.grid(alpha=0.3)
     _legend_outside(fig, ax)
+    return _save(fig, path)
+
+
+def plot_importance(importance: pd.Series, path: Path, title: str, colour: str) -> Path | None:
+    """Hyperparameter importance of one sweep (``analysis.hparams.importances``), highest on
+    top."""
+    if importance.empty:
+        return None
+    fig, ax = _figure(width=6, height=0.8 + 0.3 * len(importance))
+    ax.barh(range(len(importance)), importance.to_numpy(float), color=colour)
+    ax.set_yticks(range(len(importance)), list(importance.index), fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0, max(1e-9, float(importance.max())) * 1.1)
+    ax.set_xlabel("PED-ANOVA importance (sums to 1)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title, fontsize=9)
     return _save(fig, path)
 
 

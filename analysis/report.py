@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
-from analysis import asha, plots, sections, summary, tables
+from analysis import asha, hparams, plots, sections, summary, tables
 from analysis.collect import (
     RUNS_CSV,
     add_inputs,
@@ -39,7 +40,9 @@ DATE_PREFIX = "Generated on "
 # (sweeps.evaluate): this many when no run in the table has a held-out figure.
 REFERENCE_EPISODES = 100
 # The plots a report writes; older ones of these names in its folder are removed.
-PLOT_PREFIXES = ("summary_", "curves_", "scaling_", "sweep_")
+PLOT_PREFIXES = ("summary_", "km_", "curves_", "scaling_", "sweep_", "importance_")
+# A sweep's best trial as settings, beside the report (analysis.hparams.best_config).
+BEST_PREFIX = "best_"
 
 
 def reference_returns(runs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
@@ -164,6 +167,16 @@ class _Plots:
             plots.plot_time_to_target(ttt, list(w.best["config"]), path, title, self.colours)
         )
 
+    def kaplan_meier(self, w: Workload) -> str | None:
+        if w.best.empty:
+            return None
+        ttt = w.ttt[(w.ttt["signal"] == w.signal) & (w.ttt["target"] == w.target)]
+        title = f"{w.title}: time to {w.label(w.target)} ({tables.SIGNALS[w.signal]})"
+        path = self.out_dir / f"km_{w.slug}.png"
+        return self._keep(
+            plots.plot_kaplan_meier(ttt, list(w.best["config"]), path, title, self.colours)
+        )
+
     def scaling(self, w: Workload) -> str | None:
         path = self.out_dir / f"scaling_{w.slug}.png"
         return self._keep(plots.plot_scaling(w.throughput, w.scaling, path, w.title, self.colours))
@@ -179,9 +192,46 @@ class _Plots:
                 drawn[experiment] = name
         return drawn
 
+    def hparams(self, w: Workload, savings: pd.DataFrame) -> dict[str, sections.SweepHparams]:
+        """Per sweep: its hyperparameters' importance (a chart) and its best trial as a command
+        and as a JSON file ``best_<sweep>.json`` beside the report."""
+        found = {}
+        for experiment, algo in zip(
+            savings.get("experiment", []), savings.get("algo", []), strict=True
+        ):
+            part = w.runs[w.runs["experiment"] == experiment]
+            trials = tables.sweep_trials(w.runs, experiment)
+            importance = hparams.importances(trials, str(part["mode"].iloc[0]))
+            colour = self.colours.of(tables.config_label("sweep", algo, 0, experiment))
+            title = f"{experiment}: which hyperparameters mattered ({len(trials)} trials)"
+            chart = self._keep(
+                plots.plot_importance(
+                    importance, self.out_dir / f"importance_{slug(experiment)}.png", title, colour
+                )
+            )
+            best = tables.best_trials(tables.trial_summary(part))
+            command = json_name = None
+            if len(best):
+                row, sweep = best.iloc[0], str(part["sweep"].iloc[0])
+                command = hparams.best_command(sweep, row)
+                json_name = f"{BEST_PREFIX}{slug(experiment)}.json"
+                record = {
+                    "sweep": sweep,
+                    "experiment": experiment,
+                    "trial_id": row["trial_id"],
+                    "config": hparams.best_config(row),
+                    "command": command,
+                }
+                text = json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"
+                atomic_write_text(self.out_dir / json_name, text)
+                self.written.append(json_name)
+            found[experiment] = sections.SweepHparams(importance, chart, command, json_name)
+        return found
+
     def remove_stale(self) -> None:
-        for path in self.out_dir.glob("*.png"):
-            if path.name.startswith(PLOT_PREFIXES) and path.name not in self.written:
+        for path in [*self.out_dir.glob("*.png"), *self.out_dir.glob(f"{BEST_PREFIX}*.json")]:
+            prefixes = (*PLOT_PREFIXES, BEST_PREFIX)
+            if path.name.startswith(prefixes) and path.name not in self.written:
                 path.unlink()
 
 
@@ -224,7 +274,7 @@ def render_report(
     measured = draw.measured
     for w in loads:
         refs = workload_references(w, references, measured) if w.env != "cabs" else None
-        lines += summary.summary_section(w, draw.summary(w), refs)
+        lines += summary.summary_section(w, draw.summary(w), refs, draw.kaplan_meier(w))
 
     for w in loads:
         refs = workload_references(w, references, measured)
@@ -247,7 +297,9 @@ def render_report(
         lines += sections.speedup_section(w)
         lines += sections.scaling_section(w, draw.scaling(w))
         savings = asha.asha_savings(w.runs)
-        lines += sections.sweep_section(w.runs, savings, draw.sweeps(w, savings))
+        lines += sections.sweep_section(
+            w.runs, savings, draw.sweeps(w, savings), draw.hparams(w, savings)
+        )
         lines += sections.asha_check_section(w.runs, asha.asha_check(w.runs))
 
     lines += sections.reproducibility_section(runs, skipped, deduped, repaired)

@@ -7,10 +7,11 @@ the one place where each cell's format is decided."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import tables
+from analysis import stats, tables
 from analysis.asha import BEST_GAP, SPENT_SHARE, asha_pairs
 from analysis.collect import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
 from analysis.fmt import (
@@ -18,6 +19,7 @@ from analysis.fmt import (
     METRICS,
     SIGNALS,
     fmt_bounded,
+    fmt_estimate,
     fmt_float,
     fmt_int,
     fmt_pct,
@@ -28,8 +30,9 @@ from analysis.fmt import (
     is_missing,
     markdown_table,
 )
+from analysis.hparams import MIN_TRIALS as MIN_IMPORTANCE_TRIALS
 from analysis.workload import Workload
-from sweeps.harness.common import HELD_OUT_SEED
+from sweeps.harness.common import HELD_OUT_SEED, readable
 
 # Column headers that the summary and the detail tables share (and the test matches on).
 CONFIG = "configuration"
@@ -39,9 +42,11 @@ TIME = "time to target, median of all seeds"
 TIME_RANGE = "time, min–max of seeds that reached it"
 STEPS = "env steps to target, median of all seeds"
 STEPS_RANGE = "env steps, min–max of seeds that reached it"
+TIME_KM = "time, Kaplan–Meier median [95% interval]"
+STEPS_KM = "env steps, Kaplan–Meier median [95% interval]"
 PCT = "% of optimum"
 STEPS_PER_S = "env steps/s"
-SPEEDUP = "speedup"
+SPEEDUP = "speedup [95% interval]"
 NOT_REACHED = "not reached"
 
 
@@ -59,7 +64,27 @@ def ttt_cells(r: pd.Series) -> dict[str, str]:
         else NOT_REACHED,
         STEPS: fmt_bounded(r["steps_all_median"], r["steps_all_lower_bound"], fmt_int),
         STEPS_RANGE: fmt_range(r["steps_min"], r["steps_max"], fmt_int) if reached else NOT_REACHED,
+        TIME_KM: _km_cell(r["km_time_s"], r["km_time_low_s"], r["km_time_high_s"], fmt_time),
+        STEPS_KM: _km_cell(r["km_steps"], r["km_steps_low"], r["km_steps_high"], fmt_int),
     }
+
+
+def _km_cell(value, low, high, fmt) -> str:
+    """The Kaplan–Meier median with its interval; where fewer than half the seeds reached the
+    target there is no median, only the interval's lower end."""
+    if is_missing(value):
+        return f"not by half the seeds [{fmt(low)}, ∞)" if not is_missing(low) else NOT_REACHED
+    return fmt_estimate(value, low, high, fmt)
+
+
+# What the interval columns mean, under every table that shows them.
+INTERVALS_NOTE = (
+    "Intervals are 95%. The Kaplan–Meier median treats a seed that missed as still running at "
+    "its budget (scipy.stats.ecdf on censored data; interval from its log-log band): '∞' says "
+    "too few seeds reached the target to bound it. A speedup's interval is a percentile "
+    "bootstrap over seeds of the ratio of medians (scipy.stats.bootstrap, 9,999 resamples); "
+    "with 3 seeds it is wide, and honest about it."
+)
 
 
 # Marks a % of optimum measured on the held-out episodes (``sweeps.evaluate``), not the last
@@ -108,15 +133,25 @@ def _pct2(value: float) -> str:
     return f"{value:.2f}%"
 
 
+def _final(c: pd.Series, column: str, fmt=fmt_float) -> str:
+    """A final value over seeds: 'IQM x [lo, hi]' from 5 seeds on (rliable's interquartile mean
+    and its bootstrap interval), else 'median (min–max)'."""
+    iqm = c.get(f"{column.removesuffix('_of_optimum')}_iqm")
+    if isinstance(iqm, stats.Estimate) and iqm.has_interval:
+        return f"IQM {fmt_estimate(iqm.value, iqm.low, iqm.high, fmt)}"
+    return fmt_spread(c[column], fmt)
+
+
 def final_cells(c: pd.Series) -> dict[str, str]:
-    """Final-value cells of one configuration (median over seeds (min–max))."""
+    """Final-value cells of one configuration (median over seeds (min–max); from 5 seeds on,
+    the interquartile mean with its 95% interval)."""
     return {
         "seeds": str(c["seeds"]),
         "env steps": fmt_spread(c["env_steps"], fmt_int),
         "training time": fmt_spread(c["train_time_s"], fmt_time),
-        SIGNALS["return_mean"]: fmt_spread(c["final_return"]),
-        SIGNALS["greedy_return"]: fmt_spread(c["final_greedy"]),
-        PCT: fmt_spread(c["final_pct_of_optimum"], fmt_pct)
+        SIGNALS["return_mean"]: _final(c, "final_return"),
+        SIGNALS["greedy_return"]: _final(c, "final_greedy"),
+        PCT: _final(c, "final_pct_of_optimum", fmt_pct)
         + (f" {HELD_OUT_MARK}" if c.get("pct_held_out") else ""),
         STEPS_PER_S: fmt_spread(c["env_steps_per_s"], fmt_int),
     }
@@ -128,7 +163,10 @@ def speedup_cell(w: Workload, config: str, target: float) -> str:
     if s.empty:
         return DASH
     row = s[(s["config"] == config) & (s["signal"] == w.signal) & (s["target"] == target)]
-    return fmt_ratio(row["speedup"].iloc[0]) if len(row) else DASH
+    if not len(row):
+        return DASH
+    r = row.iloc[0]
+    return fmt_estimate(r["speedup"], r["speedup_low"], r["speedup_high"], fmt_ratio)
 
 
 def _budget(r: pd.Series) -> str:
@@ -186,7 +224,10 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
     return [
         "### Final performance",
         "",
-        "Final values per configuration: median over seeds (min–max). The training return is "
+        "Final values per configuration: median over seeds (min–max); from "
+        f"{stats.IQM_MIN_SEEDS} seeds on, the interquartile mean (IQM, rliable's estimator: the "
+        "mean of the middle half of the seeds) with its 95% percentile bootstrap interval. "
+        "The training return is "
         "the exploring policy's; the greedy return is the latest greedy evaluation."
         + (
             f" The final policy's greedy return is the mean of {episodes} greedy episodes of "
@@ -227,12 +268,12 @@ def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
         f"First training wall-clock (evaluation excluded) and env-step count at which the "
         f"{SIGNALS[signal]} reaches each target. *reached* counts seeds; a seed that never "
         "reached the target is counted, never dropped. The median of all seeds counts such a "
-        "seed at its budget: '≥' marks a median that is only a lower bound.",
+        "seed at its budget: '≥' marks a median that is only a lower bound. " + INTERVALS_NOTE,
         "",
     ]
     none = part.groupby("config", sort=False)["reached"].max() == 0
     shown = part[~part["config"].map(none)]
-    header = [CONFIG, TARGET, REACHED, TIME, TIME_RANGE, STEPS, STEPS_RANGE]
+    header = [CONFIG, TARGET, REACHED, TIME, TIME_KM, TIME_RANGE, STEPS, STEPS_KM, STEPS_RANGE]
     rows = [
         [r["config"], w.label(r["target"]), *(ttt_cells(r)[h] for h in header[2:])]
         for _, r in shown.iterrows()
@@ -259,19 +300,20 @@ def speedup_section(w: Workload) -> list[str]:
         f"Baseline: `{w.baseline}`. Speedup = baseline median time to target / configuration "
         "median time (training wall-clock); env-steps ratio = the same for env steps (> 1: "
         "fewer samples). Shown only where both reached the target on every seed, the same "
-        "seeds: no ratio rests on a seed that missed.",
+        "seeds: no ratio rests on a seed that missed. Intervals: 95% percentile bootstrap over "
+        "seeds; a speedup whose interval holds 1 is not one the seeds can tell from no speedup.",
         "",
     ]
     shown = s[s["speedup"].notna()]
-    header = [CONFIG, TARGET, REACHED, f"baseline {REACHED}", SPEEDUP, "env-steps ratio"]
+    header = [CONFIG, TARGET, REACHED, f"baseline {REACHED}", SPEEDUP, "env-steps ratio [95%]"]
     rows = [
         [
             r["config"],
             w.label(r["target"]),
             f"{r['reached']}/{r['seeds']}",
             f"{r['baseline_reached']}/{r['baseline_seeds']}",
-            fmt_ratio(r["speedup"]),
-            fmt_ratio(r["steps_ratio"]),
+            fmt_estimate(r["speedup"], r["speedup_low"], r["speedup_high"], fmt_ratio),
+            fmt_estimate(r["steps_ratio"], r["steps_ratio_low"], r["steps_ratio_high"], fmt_ratio),
         ]
         for _, r in shown.iterrows()
     ]
@@ -315,7 +357,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
         "",
     ]
     header = ["algorithm", "env runners", "seeds", STEPS_PER_S]
-    header += [SPEEDUP, "efficiency"] if scaled else []
+    header += ["speedup", "efficiency"] if scaled else []
     rows = []
     for _, r in tp.iterrows():
         med = (r["steps_per_s_median"], r["steps_per_s_min"], r["steps_per_s_max"])
@@ -332,7 +374,8 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
             row = [r["algo"], w.label(r["target"]), _runners(r["num_env_runners"])]
             row += [f"{r['reached']}/{r['seeds']}"]
             row += [fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time)]
-            rows.append(row + [fmt_ratio(r["speedup"]), fmt_pct(100.0 * r["efficiency"])])
+            speedup = fmt_estimate(r["speedup"], r["speedup_low"], r["speedup_high"], fmt_ratio)
+            rows.append(row + [speedup, fmt_pct(100.0 * r["efficiency"])])
         lines += [
             f"#### Time to target ({SIGNALS[w.signal]})",
             "",
@@ -449,7 +492,54 @@ def asha_check_section(runs: pd.DataFrame, check: pd.DataFrame) -> list[str]:
     return lines
 
 
-def sweep_section(runs: pd.DataFrame, asha: pd.DataFrame, plot_for: dict[str, str]) -> list[str]:
+@dataclass(frozen=True)
+class SweepHparams:
+    """What a sweep says of its hyperparameters (``analysis.report`` computes it)."""
+
+    importance: pd.Series  # name -> PED-ANOVA importance, highest first (empty: too few trials)
+    chart: str | None  # its bar chart's file name
+    command: str | None  # the best trial again, as a command line
+    json_name: str | None  # the best trial's settings, a JSON file beside the report
+
+
+def _hparams_lines(experiment: str, trials: int, h: SweepHparams | None) -> list[str]:
+    if h is None:
+        return []
+    lines = []
+    if h.importance.empty:
+        lines += [
+            f"Which hyperparameters mattered: not estimated ({trials} trials; PED-ANOVA needs "
+            f"at least {MIN_IMPORTANCE_TRIALS} with a final metric).",
+            "",
+        ]
+    else:
+        top = ", ".join(f"{k} {v:.2f}" for k, v in h.importance.head(4).items())
+        lines += [
+            f"Which hyperparameters mattered (Optuna's PED-ANOVA importance of the final search "
+            f"metric over {trials} trials; it sums to 1, and from one sweep's few trials it is a "
+            f"rough guide): {top}.",
+            "",
+        ]
+        if h.chart:
+            lines += [f"![Hyperparameter importance in {experiment}]({h.chart})", ""]
+    if h.command:
+        lines += [
+            "Its best trial again (its settings also in "
+            + (f"`{h.json_name}`" if h.json_name else "the table")
+            + "):",
+            "",
+            f"```bash\n{h.command}\n```",
+            "",
+        ]
+    return lines
+
+
+def sweep_section(
+    runs: pd.DataFrame,
+    asha: pd.DataFrame,
+    plot_for: dict[str, str],
+    hparams_for: dict[str, SweepHparams] | None = None,
+) -> list[str]:
     if asha.empty:
         return []
     lines = [
@@ -509,15 +599,12 @@ def sweep_section(runs: pd.DataFrame, asha: pd.DataFrame, plot_for: dict[str, st
         lines += [f"#### {experiment}", "", markdown_table(header, rows), ""]
         if experiment in plot_for:
             lines += [f"![Trial curves of {experiment}]({plot_for[experiment]})", ""]
+        lines += _hparams_lines(experiment, len(trials), (hparams_for or {}).get(experiment))
     return lines
 
 
 def _fmt_hp(value) -> str:
-    if is_missing(value):
-        return DASH
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return DASH if is_missing(value) else readable(value)
 
 
 def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis import tables
+from analysis import stats, tables
 from analysis.fmt import (
-    DASH,
     SIGNAL_NOTES,
     SIGNALS,
+    fmt_bounded,
+    fmt_estimate,
     fmt_float,
     fmt_int,
     fmt_ratio,
@@ -21,12 +22,14 @@ from analysis.fmt import (
 )
 from analysis.sections import (
     CONFIG,
+    INTERVALS_NOTE,
     PCT,
     REACHED,
     SPEEDUP,
     STEPS,
     STEPS_PER_S,
     TIME,
+    TIME_KM,
     TIME_RANGE,
     final_cells,
     held_out_note,
@@ -44,7 +47,10 @@ PONG_GPU_COMMAND = (
 
 
 def summary_section(
-    w: Workload, plot: str | None, references: pd.DataFrame | None = None
+    w: Workload,
+    plot: str | None,
+    references: pd.DataFrame | None = None,
+    km_plot: str | None = None,
 ) -> list[str]:
     """The workload's answer: each algorithm's best configuration at the target, one computed
     sentence naming the winner and by how much, the time-to-target plot; on an env without a
@@ -73,13 +79,14 @@ def summary_section(
             f"Speedup: against `{baseline}`, only where both reached the target on every seed."
             if baseline
             else "No single-runner DQN in these runs: no speedup column."
-        ),
+        )
+        + f" {INTERVALS_NOTE}",
         "",
     ]
     configs = w.configs.set_index("config")
     reached = w.best[w.best["reached"] > 0]
     final = f"final {PCT if pct_known else SIGNALS[w.signal]}"
-    header = [CONFIG, REACHED, TIME, TIME_RANGE, STEPS, final, STEPS_PER_S]
+    header = [CONFIG, REACHED, TIME, TIME_KM, TIME_RANGE, STEPS, final, STEPS_PER_S]
     header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
     rows = []
     for _, r in reached.iterrows():
@@ -110,6 +117,12 @@ def summary_section(
     lines += _no_gpu_note(w)
     if plot:
         lines += [f"![Time to {w.label(w.target)}: {w.title}]({plot})", ""]
+    if km_plot:
+        lines += [
+            f"![Fraction of seeds at {w.label(w.target)} by training time and env steps "
+            f"(Kaplan–Meier): {w.title}]({km_plot})",
+            "",
+        ]
     return lines
 
 
@@ -175,38 +188,70 @@ def verdict(w: Workload) -> str:
             f"{SIGNALS[w.signal]} was {fmt_float(finals[top])} ({top})."
         )
     win = everywhere.iloc[0]
-    text = (
-        f"**{win['config']} reaches {target} fastest**: median "
-        f"{fmt_time(win['time_all_median_s'])} of training over {win['seeds']}/{win['seeds']} seeds"
-    )
+    n = int(win["seeds"])
+    median = f"median {fmt_time(win['time_all_median_s'])} of training over {n}/{n} seeds"
     others = best[best["config"] != win["config"]]
-    if len(others):
+    if others.empty:
+        text = f"**{win['config']} reaches {target}**: {median}"
+    else:
         nxt = others.iloc[0]
-        ratio, _, why = tables.exact_ratio(nxt, win)
-        if why == "different seeds":
-            text += (
-                f"; the next algorithm's best, {nxt['config']}, ran other seeds (median "
-                f"{fmt_time(nxt['time_all_median_s'])}): no ratio"
-            )
-        elif why:
-            text += (
-                f"; the next algorithm's best, {nxt['config']}, reached it on "
-                f"{nxt['reached']}/{nxt['seeds']} seeds"
-            )
-        else:
-            text += (
-                f", {fmt_ratio(ratio)} as fast as the next algorithm's best, {nxt['config']} "
-                f"({fmt_time(nxt['time_all_median_s'])})"
-            )
-            if nxt["config"] == w.baseline:
-                text += ", the single-runner DQN baseline"
+        text = _against_next(win, nxt, target, median, w.baseline)
     if w.baseline == win["config"]:
         text += " (it is the single-runner DQN baseline)"
     elif w.baseline and (others.empty or others.iloc[0]["config"] != w.baseline):
-        cell = speedup_cell(w, win["config"], w.target)
-        if cell != DASH:
-            text += f", and {cell} as fast as the single-runner DQN ({w.baseline})"
+        text += _against_baseline(w, win)
     return text + "."
+
+
+def _against_next(
+    win: pd.Series, nxt: pd.Series, target: str, median: str, baseline: str | None
+) -> str:
+    """The verdict between the two fastest algorithms: a winner only where the seeds separate
+    them (the ratio's 95% interval excludes 1; where seeds missed, a log-rank p < 0.05)."""
+    c = tables.compare(win, nxt)
+    ratio, p = c["ratio"], c["p"]
+    tag = "the single-runner DQN baseline; " if nxt["config"] == baseline else ""
+    nxt_median = fmt_bounded(nxt["time_all_median_s"], nxt["time_all_lower_bound"], fmt_time)
+    other = f"{nxt['config']} ({tag}median {nxt_median}, {nxt['reached']}/{nxt['seeds']} seeds)"
+    if not is_missing(ratio.value):
+        how = f"{fmt_estimate(ratio.value, ratio.low, ratio.high, fmt_ratio)} as fast"
+    elif not is_missing(p):
+        how = f"log-rank p = {p:.2g}"
+    else:
+        how = "one seed each: no interval"
+    if c["separated"]:
+        lead = f"**{win['config']} reaches {target} fastest**: {median}"
+        if is_missing(ratio.value):
+            return f"{lead}; the next algorithm's best, {other}, is slower ({how})"
+        return f"{lead}, {how} as the next algorithm's best, {other}"
+    seeds = int(min(win["seeds"], nxt["seeds"]))
+    text = (
+        f"**{win['config']} and {nxt['config']} can't be told apart at {seeds} "
+        f"seed{'' if seeds == 1 else 's'}** on time to {target}: {win['config']} {median}, "
+        f"against {other}; {how}"
+    )
+    needed = c["seeds_needed"]
+    if needed is not None:
+        text += (
+            f"; roughly {needed} seeds each would separate a ratio this size"
+            if needed <= 100
+            else "; a ratio this close to 1 would take over 100 seeds each to separate"
+        )
+    return text
+
+
+def _against_baseline(w: Workload, win: pd.Series) -> str:
+    """The winner against the single-runner DQN, where a ratio exists, with its interval."""
+    s = w.speedup
+    row = s[(s["config"] == win["config"]) & (s["signal"] == w.signal) & (s["target"] == w.target)]
+    if row.empty or is_missing(row["speedup"].iloc[0]):
+        return ""
+    r = row.iloc[0]
+    ratio = stats.Estimate(r["speedup"], r["speedup_low"], r["speedup_high"])
+    cell = fmt_estimate(ratio.value, ratio.low, ratio.high, fmt_ratio)
+    if stats.separated(ratio):
+        return f", and {cell} as fast as the single-runner DQN ({w.baseline})"
+    return f"; against the single-runner DQN ({w.baseline}) the seeds can't tell: {cell}"
 
 
 # The rules every Pong figure is played by (envs/pong.py), stated where the figures are.

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis import stats
 from analysis.collect import HP_PREFIX
 
 TRIAL_KEY = ["experiment", "trial_id"]
@@ -170,6 +171,10 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "final_return": _spread(g["final_return"]),
                 "final_greedy": _spread(g["final_greedy"]),
                 "final_pct_of_optimum": _spread(g["final_pct_of_optimum"]),
+                # Interquartile means with 95% intervals (NaN intervals below 5 seeds).
+                "final_return_iqm": stats.iqm(g["final_return"]),
+                "final_greedy_iqm": stats.iqm(g["final_greedy"]),
+                "final_pct_iqm": stats.iqm(g["final_pct_of_optimum"]),
                 "env_steps": _spread(g["env_steps"]),
                 "train_time_s": _spread(g["train_time_s"]),
                 "env_steps_per_s": _spread(g["env_steps_per_s"]),
@@ -284,6 +289,12 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
             g["train_time_s"].where(hit, g["budget_train_time_s"]), hit
         )
         steps_all, steps_lb = censored_median(g["env_steps"].where(hit, g["budget_env_steps"]), hit)
+        by_seed = g.assign(
+            _time=g["train_time_s"].where(hit, g["budget_train_time_s"]),
+            _steps=g["env_steps"].where(hit, g["budget_env_steps"]),
+        ).sort_values("seed", kind="stable")
+        km_time = stats.km_median(by_seed["_time"], by_seed["reached"].astype(bool))
+        km_steps = stats.km_median(by_seed["_steps"], by_seed["reached"].astype(bool))
         rows.append(
             {
                 **dict(zip(cols, keys, strict=True)),
@@ -302,6 +313,16 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
                 "steps_all_lower_bound": steps_lb,
                 "budget_train_time_s": g["budget_train_time_s"].max(),
                 "budget_env_steps": g["budget_env_steps"].max(),
+                # Per seed (in seed order): the time / env steps, or the budget where it missed.
+                "time_values": tuple(by_seed["_time"].astype(float)),
+                "steps_values": tuple(by_seed["_steps"].astype(float)),
+                "reached_flags": tuple(by_seed["reached"].astype(bool)),
+                "km_time_s": km_time.value,
+                "km_time_low_s": km_time.low,
+                "km_time_high_s": km_time.high,
+                "km_steps": km_steps.value,
+                "km_steps_low": km_steps.low,
+                "km_steps_high": km_steps.high,
             }
         )
     return pd.DataFrame(rows, columns=cols + ["seeds", "reached"] if not rows else None)
@@ -359,6 +380,37 @@ def exact_ratio(reference: pd.Series, other: pd.Series) -> tuple[float, float, s
     )
 
 
+def ratio_interval(reference: pd.Series, other: pd.Series, column: str) -> stats.Estimate:
+    """The ratio of :func:`exact_ratio` with its 95% bootstrap interval over seeds
+    (``column``: "time_values" or "steps_values"); NaN where exact_ratio gives no ratio."""
+    ratio, steps_ratio, why = exact_ratio(reference, other)
+    if why:
+        return stats.Estimate(math.nan)
+    if reference.get(column) is None or other.get(column) is None:  # no per-seed values
+        return stats.Estimate(ratio if column == "time_values" else steps_ratio)
+    return stats.ratio_of_medians(reference[column], other[column])
+
+
+def compare(faster: pd.Series, slower: pd.Series) -> dict:
+    """How far the seeds separate two configurations at one signal and target: ``ratio``
+    (slower / faster median time, an :class:`stats.Estimate`; NaN unless both reached the target
+    on every seed, the same seeds), ``separated`` (its interval excludes 1; where seeds missed,
+    a log-rank p < 0.05), ``p`` (the log-rank p-value, NaN where the ratio decides) and
+    ``seeds_needed`` (roughly how many seeds each would separate a ratio this size)."""
+    ratio = ratio_interval(slower, faster, "time_values")
+    if not math.isnan(ratio.value):
+        seeds = int(min(faster["seeds"], slower["seeds"]))
+        return {
+            "ratio": ratio,
+            "separated": stats.separated(ratio),
+            "p": math.nan,
+            "seeds_needed": stats.seeds_to_separate(ratio, seeds),
+        }
+    a, b = faster, slower
+    p = stats.logrank_p(a["time_values"], a["reached_flags"], b["time_values"], b["reached_flags"])
+    return {"ratio": ratio, "separated": bool(p < stats.ALPHA), "p": p, "seeds_needed": None}
+
+
 def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
     """Each configuration against the single-runner DQN baseline of its env/variant, per signal
     and target (:func:`exact_ratio`): ``speedup`` > 1 is faster in training wall-clock,
@@ -375,6 +427,10 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
                 continue
             b = baseline.loc[key]
             speedup, steps_ratio, why = exact_ratio(b, r)
+            interval = ratio_interval(b, r, "time_values")
+            steps_interval = ratio_interval(b, r, "steps_values")
+            if r["config"] == base:  # the baseline against itself: 1, exactly
+                interval = steps_interval = stats.Estimate(1.0)
             rows.append(
                 {
                     "env": env,
@@ -390,7 +446,11 @@ def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
                     "baseline_seeds": b["seeds"],
                     "baseline_reached": b["reached"],
                     "speedup": speedup,
+                    "speedup_low": interval.low,
+                    "speedup_high": interval.high,
                     "steps_ratio": steps_ratio,
+                    "steps_ratio_low": steps_interval.low,
+                    "steps_ratio_high": steps_interval.high,
                     "why": why,
                 }
             )
@@ -462,8 +522,10 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
         ref = g[g["num_env_runners"] == n_ref].iloc[0] if n_ref is not None else None
         for _, r in g.iterrows():
             n = r["num_env_runners"]
+            interval = stats.Estimate(math.nan)
             if ref is not None and n >= 1:
                 speedup, _, why = exact_ratio(ref, r)
+                interval = ratio_interval(ref, r, "time_values")
             else:
                 speedup, why = math.nan, "0 remote runners"
             rows.append(
@@ -476,6 +538,8 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
                     "time_median_s": r["time_all_median_s"],
                     "time_lower_bound": r["time_all_lower_bound"],
                     "speedup": speedup,
+                    "speedup_low": interval.low,
+                    "speedup_high": interval.high,
                     "efficiency": speedup / (n / n_ref) if n >= 1 else math.nan,
                     "why": why,
                 }

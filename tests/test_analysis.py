@@ -773,12 +773,20 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     summary_text = _section(text, "### cabs · base")
     assert "target **90 = 90% of optimum**" in summary_text
     assert "**apex · 4 runners reaches 90 = 90% of optimum fastest**: median 0.8 s" in summary_text
-    assert "the next algorithm's best, dqn · 1 runner, reached it on 2/3 seeds" in summary_text
-    # all-seed median (the seed that missed counted at its budget), min–max of those that reached
-    row = "| dqn · 1 runner | 90 = 90% of optimum | 2/3 | 5.0 s | 4.0 s–5.0 s | 500 | 400–500 |"
+    assert (
+        "the next algorithm's best, dqn · 1 runner (the single-runner DQN baseline; median 5.0 s, "
+        "2/3 seeds), is slower (log-rank p = 0.025)" in summary_text
+    )
+    # all-seed median (the seed that missed counted at its budget), the Kaplan–Meier median with
+    # its interval (unbounded above: one seed of three missed), min–max of those that reached
+    row = (
+        "| dqn · 1 runner | 90 = 90% of optimum | 2/3 | 5.0 s | 5.0 s [4.0 s, ∞) | 4.0 s–5.0 s "
+        "| 500 | 500 [400, ∞) | 400–500 |"
+    )
     assert row in text
     assert "| dqn · 1 runner | 50 = 50% of optimum | 3/3 | 3/3 | 1.00× | 1.00× |" in text
-    assert "| apex · 4 runners | 50 = 50% of optimum | 3/3 | 3/3 | 6.00× | 1.50× |" in text
+    speedup = "| apex · 4 runners | 50 = 50% of optimum | 3/3 | 3/3 | 6.00× [4.00×, 10.00×] |"
+    assert speedup + " 1.50× [1.00×, 2.50×] |" in text  # bootstrap intervals over the 3 seeds
     assert "No speedup at 90 = 90% of optimum: the baseline reached it on 2/3 seeds." in text
     assert "apex · best of apex_sweep (different seeds)" in text
     assert "| apex | 4 | 3 | 400 | 2.00× | 50.0% |" in text
@@ -801,6 +809,7 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     assert sorted(links) == [
         "curves_cabs_base.png",
         "curves_cabs_base_training_return.png",
+        "km_cabs_base.png",
         "scaling_cabs_base.png",
         "summary_cabs_base.png",
         "sweep_apex_sweep.png",
@@ -881,7 +890,12 @@ def test_rows_that_reached_nothing_fold_into_one_visible_line(tmp_path):
         "Not reached within budget: impala · 1 runner (0/2 seeds; final % of optimum 20.0%)."
         in summary_text
     )
-    assert "**dqn · 1 runner reaches 90 = 90% of optimum fastest**" in summary_text
+    # Two seeds each: reached on both against on neither is not separated (log-rank p = 0.083).
+    assert (
+        "**dqn · 1 runner and impala · 1 runner can't be told apart at 2 seeds** on time to 90"
+        in summary_text
+    )
+    assert "impala · 1 runner (median ≥ 3.0 s, 0/2 seeds); log-rank p = 0.083" in summary_text
     assert "(it is the single-runner DQN baseline)" in summary_text
 
 
@@ -991,3 +1005,46 @@ def test_the_load_beside_a_run_is_reported_when_recorded() -> None:
     assert _load({"load_at_start": 0.5}) == "0.5 -> ?"
     assert _load({}) == ""
     assert load_average() is None or load_average() >= 0
+
+
+def _reaching_90_at(iterations: Sequence[int]) -> list[dict[str, Any]]:
+    """One trial per seed whose greedy return reaches 90 at the given iteration."""
+    trials = []
+    for seed, at in enumerate(iterations):
+        curve = [NAN] + [60.0] * (at - 2) + [95.0] * (6 - at)
+        trials.append(dict(seed=seed, returns=curve, greedy=curve))
+    return trials
+
+
+def test_the_verdict_names_no_winner_the_seeds_cannot_separate(tmp_path):
+    """Two algorithms whose seeds overlap (2, 3, 3 s against 2, 4, 5 s to the target): the
+    summary says they can't be told apart at 3 seeds, with the ratio's interval holding 1, and
+    names no fastest."""
+    write_experiment(tmp_path / "raw", "dqn_bench", _reaching_90_at([2, 4, 5]))
+    write_experiment(tmp_path / "raw", "apex_bench", _reaching_90_at([2, 3, 3]), algo="apex")
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    text = _section((out / "REPORT.md").read_text(), "### cabs · base")
+    assert "fastest" not in text.split("| --- |")[-1]  # not in the verdict
+    verdict = next(line for line in text.splitlines() if "can't be told apart" in line)
+    assert verdict.startswith(
+        "**apex · 1 runner and dqn · 1 runner can't be told apart at 3 seeds** on time to 90"
+    )
+    low, high = re.search(r"\[([\d.]+)×, ([\d.]+)×\] as fast", verdict).groups()
+    assert float(low) <= 1.0 <= float(high)
+    assert (out / "km_cabs_base.png").stat().st_size > 0
+
+
+def test_the_verdict_names_a_winner_the_seeds_separate(tmp_path):
+    """Clearly separated seeds (all at 2 s against 4-5 s, 5 seeds each): a fastest, with the
+    ratio's interval above 1."""
+    write_experiment(tmp_path / "raw", "dqn_bench", _reaching_90_at([4, 5, 5, 4, 5]))
+    write_experiment(tmp_path / "raw", "apex_bench", _reaching_90_at([2, 2, 2, 2, 2]), algo="apex")
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    text = _section((out / "REPORT.md").read_text(), "### cabs · base")
+    verdict = next(line for line in text.splitlines() if line.startswith("**"))
+    assert verdict.startswith("**apex · 1 runner reaches 90 = 90% of optimum fastest**")
+    low = float(re.search(r"\[([\d.]+)×, [\d.]+×\] as fast", verdict).group(1))
+    assert low > 1.0
+    assert "IQM" in _section((out / "REPORT.md").read_text(), "### Final performance")

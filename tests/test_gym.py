@@ -284,7 +284,8 @@ def test_the_report_of_a_generic_env(corridor_benchmark, tmp_path):
     assert "A uniformly random policy scores" in report
     assert "*random policy (reference, 100 seeded episodes, measured in these runs)*" in report
     summary = report.split("## Summary")[1].split(": detail")[0]
-    assert "reaches 0.9 fastest" in summary or "reached 0.9" in summary  # a computed verdict
+    # A computed verdict: a winner, a tie at these seeds, or the target missed.
+    assert any(v in summary for v in ("reaches 0.9", "can't be told apart", "reached 0.9"))
     assert list(folder.glob("curves_tests.gym_envs_Corridor*.png"))
     # Without a target, the report says so and shows final returns (from the table alone).
     runs = pd.read_csv(folder / "runs.csv", dtype=str)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -158,12 +159,51 @@ def test_hparams_columns_lead_with_what_a_reader_decides_by(tmp_path):
 
 @pytest.fixture(scope="module")
 def smoke_sweep(tmp_path_factory, _ray_session_end) -> Path:
-    """One finished one-trial dqn_cabs smoke sweep, for the TensorBoard checks."""
-    rc, experiment = _run(
-        "dqn_cabs", tmp_path_factory.mktemp("tb"), "--smoke", "--num-samples", "1"
-    )
+    """One finished one-trial dqn_cabs smoke sweep, its Optuna study in a journal file beside it
+    (``optuna.journal``), for the TensorBoard and optuna-dashboard checks."""
+    root = tmp_path_factory.mktemp("tb")
+    journal = ("--optuna-storage", str(root / "optuna.journal"))
+    rc, experiment = _run("dqn_cabs", root, "--smoke", "--num-samples", "1", *journal)
     assert rc == 0
     return experiment
+
+
+@pytest.mark.slow
+def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
+    """The README's `optuna-dashboard <journal>` opens a finished sweep's study: its server
+    lists the study under the run's name with the trial, finished, and its value."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dashboard = Path(sys.executable).parent / "optuna-dashboard"
+    journal = smoke_sweep.parent / "optuna.journal"
+    server = subprocess.Popen(
+        [str(dashboard), str(journal), "--port", str(port), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def get(path: str) -> dict:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+            return json.loads(r.read())
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                studies = get("/api/studies")["study_summaries"]
+                break
+            except OSError:
+                assert server.poll() is None, server.stderr.read().decode()
+                assert time.monotonic() < deadline, "optuna-dashboard did not start in 60 s"
+                time.sleep(0.5)
+        (study,) = [s for s in studies if s["study_name"] == smoke_sweep.name]
+        trials = get(f"/api/studies/{study['study_id']}")["trials"]
+        assert [t["state"] for t in trials] == ["Complete"]
+        assert len(trials[0]["values"]) == 1 and math.isfinite(trials[0]["values"][0])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @pytest.mark.slow

@@ -23,7 +23,7 @@ from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
 from sweeps.harness import keys
-from sweeps.harness.common import dotted, number
+from sweeps.harness.common import dotted, number, readable
 
 # At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
 # the ones a reader decides by (``leading_columns``); these follow them.
@@ -218,8 +218,12 @@ class ProgressCallback(Callback):
         time_budget_s: float | None = None,
         num_samples: int | None = None,
         pruning: bool = True,
+        estimate: str | None = None,
     ) -> None:
         self._interval_s = interval_s
+        # What the live best figure is, said next to it (e.g. "5-episode greedy estimate"): a
+        # noisy estimate, not the held-out figure the sweep ends with.
+        self._estimate = estimate
         self._pruned = "pruned by ASHA" if pruning else "stopped early"
         self._metric = metric
         self._stop = {k: v for k, v in (stop or {}).items() if v is not None}
@@ -298,6 +302,8 @@ class ProgressCallback(Callback):
             best = f"best {keys.flat(self._metric)} {self._value(top):.1f}" + (
                 f" ({pct:.1f}% of optimum)" if pct is not None else ""
             )
+            if self._estimate:
+                best += f" [{self._estimate}]"
             best += f", trial {top}"
         return f"[sweep] {clock}: " + ", ".join(parts) + f"; {best}"
 
@@ -462,9 +468,7 @@ def _short_params(trial: Trial, limit: int = 8) -> str:
 
 
 def _short(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    return readable(value)
 
 
 class WithoutTuneTensorBoardLine(Callback):

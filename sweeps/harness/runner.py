@@ -42,16 +42,6 @@ REFERENCE_EPISODES = 100
 REFERENCE_SEED = 0
 
 
-def gym_targets(env: str, env_config: dict, target: list[float] | None) -> list[float]:
-    """``--target`` (sorted), else the spec's reward_threshold, else none."""
-    if target:
-        return sorted(set(target))
-    from envs.gym import resolve
-
-    threshold = resolve(env, env_config).reward_threshold
-    return [] if threshold is None else [threshold]
-
-
 def gym_variant(env_config: dict) -> str | None:
     """A generic env's config as its "variant" in the record and the report (None: defaults)."""
     import json
@@ -76,7 +66,9 @@ def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
 
         return targets(args.variant, args.tm_seed)
     if sweep.env == "gym":
-        return gym_targets(args.env, args.env_config, args.target)
+        from envs.gym import targets
+
+        return targets(args.env, args.env_config, args.target)
     from envs.pong import TARGETS
 
     return list(TARGETS)
@@ -91,6 +83,15 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     Pong, and the others with greedy evaluation off (--eval-interval 0): the training return."""
     greedy = sweep.env in ("cabs", "gym") and args.eval_interval > 0
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
+
+
+def _live_estimate(sweep: Sweep, args: argparse.Namespace) -> str:
+    """What the progress line's best figure is: the last greedy evaluation's few episodes, or
+    the training games' running mean; the sweep's held-out figure comes at its end."""
+    if _judged_by(sweep, args) == keys.GREEDY_RETURN:
+        n = args.eval_episodes
+        return f"{n}-episode greedy estimate"
+    return "running mean of training games"
 
 
 def _experiment_dir(args: argparse.Namespace) -> str:
@@ -282,6 +283,7 @@ def search(
                     time_budget_s=args.time_budget_s,
                     num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
                     pruning=scheduler_info["type"] == "asha",
+                    estimate=_live_estimate(sweep, args),
                 ),
                 recovery.FailureLog(),
                 recovery.InterruptWatch(),
