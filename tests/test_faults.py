@@ -329,8 +329,10 @@ def test_recheck_rereads_a_driver_runs_folders_and_refuses_what_it_cannot(tmp_pa
     (run / "summary.json").write_text(json.dumps(before))
     steps = {"seed0-faults": 300_000, "seed0-baseline": 100_000}
     check = before["runs"][0]["faulty"]["check"]
+    from benchmarks.faultlab import experiments  # where recheck reads the folders
+
     monkeypatch.setattr(
-        faults, "check_sweep", lambda f: check | {"env_steps_sampled": steps[f.name]}
+        experiments, "check_sweep", lambda f: check | {"env_steps_sampled": steps[f.name]}
     )
 
     assert faults.main(["recheck", str(run)]) == 0
