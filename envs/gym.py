@@ -324,3 +324,12 @@ def check(algos: str | list[str], env: Any) -> None:
 
 def algos_that_fit(env: Any) -> list[str]:
     return [a for a, kinds in ACTION_SPACES.items() if isinstance(env.action_space, kinds)]
+
+
+def targets(env: str, env_config: dict, target: list[float] | None) -> list[float]:
+    """A generic env's reward targets: ``target`` (a sweep's --target, sorted), else the spec's
+    reward_threshold, else none."""
+    if target:
+        return sorted(set(target))
+    threshold = resolve(env, env_config).reward_threshold
+    return [] if threshold is None else [threshold]

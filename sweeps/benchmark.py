@@ -290,7 +290,7 @@ def _check_env(args: argparse.Namespace) -> None:
 
 
 def _gym_targets(args: argparse.Namespace) -> list[float]:
-    from sweeps.harness.runner import gym_targets
+    from envs.gym import targets as gym_targets
 
     return gym_targets(args.env, args.env_config, args.target)
 

@@ -27,7 +27,7 @@ def gym_lines(args: argparse.Namespace) -> list[str]:
     import json
 
     from envs.gym import resolve
-    from sweeps.harness.runner import gym_targets
+    from envs.gym import targets as gym_targets
 
     env = resolve(args.env, args.env_config)
     feed = (
