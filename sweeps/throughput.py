@@ -164,11 +164,9 @@ def sampled(result: Mapping[str, Any]) -> float:
 
 
 def trained(result: Mapping[str, Any]) -> float:
-    """Env steps the learner trained on, lifetime (replayed samples for DQN and Ape-X). Ape-X
-    counts its own (one per replayed row per SGD step); RLlib's learner counter counts a
-    several-batch learner call once per SGD step in it."""
-    own = keys.get(result, (keys.APEX, "env_steps_trained_lifetime"))
-    return float(own if own is not None else keys.get(result, keys.ENV_STEPS_TRAINED) or 0)
+    """Env steps the learner trained on, lifetime (replayed samples for DQN and Ape-X): one per
+    sample per pass over it (``keys.trained_steps``)."""
+    return keys.trained_steps(result)
 
 
 def warm_up(algorithm: Any, max_warmup_s: float, min_iterations: int = 2) -> dict[str, Any]:

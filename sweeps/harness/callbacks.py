@@ -150,7 +150,7 @@ class SuiteCallbacks(RLlibCallback):
         result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
 
         env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
-        trained = number(keys.get(result, keys.ENV_STEPS_TRAINED, math.nan))
+        trained = keys.trained_steps(result, default=math.nan)
         greedy = number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
         if not math.isnan(greedy):
             self._greedy_return = greedy

@@ -24,6 +24,7 @@ from ray.rllib.utils.metrics import (
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_ENV_STEPS_TRAINED_LIFETIME,
     NUM_EPISODES_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
 )
 
 Key = tuple[str, ...]
@@ -36,6 +37,10 @@ EPISODE_LEN: Key = (ENV_RUNNER_RESULTS, EPISODE_LEN_MEAN)
 EPISODES_LIFETIME: Key = (ENV_RUNNER_RESULTS, NUM_EPISODES_LIFETIME)
 ENV_STEPS_SAMPLED: Key = (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
 ENV_STEPS_TRAINED: Key = (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME)
+# Samples the learner trained on, each counted once per pass: RLlib's NUM_ENV_STEPS_TRAINED counts
+# the whole batch once per minibatch (a 500-step batch in minibatches of 160 counts 1,500), its
+# module steps count each minibatch's own rows.
+MODULE_STEPS_TRAINED: Key = (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME)
 EVAL_RETURN_MEAN: Key = (EVALUATION_RESULTS, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
 TIME_TOTAL_S: Key = ("time_total_s",)
 TRAINING_ITERATION: Key = ("training_iteration",)
@@ -99,3 +104,14 @@ APEX_METRICS: tuple[Key, ...] = (
     (APEX, "weight_sync_lag_updates_max"),
     (APEX, "learner_updates_per_s"),
 )
+
+
+def trained_steps(result: Mapping[str, Any], default: float = 0.0) -> float:
+    """Samples the learner trained on, lifetime, one per sample per pass over it: Ape-X's own
+    count (one per replayed row per SGD step), else RLlib's module steps, else its env steps
+    trained (results without module steps); ``default`` where the result has none."""
+    for key in ((APEX, "env_steps_trained_lifetime"), MODULE_STEPS_TRAINED, ENV_STEPS_TRAINED):
+        value = get(result, key)
+        if value is not None:
+            return float(value)
+    return default
