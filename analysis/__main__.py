@@ -6,12 +6,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from analysis import collect, report
+from analysis import collect, curves, report
 from sweeps.harness.common import OneLineErrorParser, UsageError
 
 COMMANDS = {
     "collect": (collect, "collect experiment folders into one tidy table (runs.csv)"),
     "report": (report, "write REPORT.md, PNG plots and runs.csv for experiment folders"),
+    "curves": (curves, "runs side by side at the same env steps (comparing probes)"),
 }
 
 

@@ -157,25 +157,20 @@ class _Plots:
             )
         )
 
-    def summary(self, w: Workload) -> str | None:
+    def _at_target(self, w: Workload, prefix: str, plot) -> str | None:
+        """A plot of each algorithm's best configuration at the workload's target."""
         if w.best.empty:
             return None
         ttt = w.ttt[(w.ttt["signal"] == w.signal) & (w.ttt["target"] == w.target)]
         title = f"{w.title}: time to {w.label(w.target)} ({tables.SIGNALS[w.signal]})"
-        path = self.out_dir / f"summary_{w.slug}.png"
-        return self._keep(
-            plots.plot_time_to_target(ttt, list(w.best["config"]), path, title, self.colours)
-        )
+        path = self.out_dir / f"{prefix}_{w.slug}.png"
+        return self._keep(plot(ttt, list(w.best["config"]), path, title, self.colours))
+
+    def summary(self, w: Workload) -> str | None:
+        return self._at_target(w, "summary", plots.plot_time_to_target)
 
     def kaplan_meier(self, w: Workload) -> str | None:
-        if w.best.empty:
-            return None
-        ttt = w.ttt[(w.ttt["signal"] == w.signal) & (w.ttt["target"] == w.target)]
-        title = f"{w.title}: time to {w.label(w.target)} ({tables.SIGNALS[w.signal]})"
-        path = self.out_dir / f"km_{w.slug}.png"
-        return self._keep(
-            plots.plot_kaplan_meier(ttt, list(w.best["config"]), path, title, self.colours)
-        )
+        return self._at_target(w, "km", plots.plot_kaplan_meier)
 
     def scaling(self, w: Workload) -> str | None:
         path = self.out_dir / f"scaling_{w.slug}.png"

@@ -26,18 +26,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from sweeps.dqn_family import EXTENSIONS
 from sweeps.harness.sweep import Sweep
+from sweeps.vtrace_family import SAMPLER_TIMEOUT_S
 
 # ------------------------------------------------------------------------------------------------
 # Tuned defaults, per algorithm (training settings; env-runner settings in RUNNERS)
 # ------------------------------------------------------------------------------------------------
 
-# Rainbow's extensions RLlib's DQN implements (as sweeps/dqn_family.py).
-_DQN_EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}
 
 TUNED: dict[str, dict[str, Any]] = {
     "dqn": {
-        **_DQN_EXTENSIONS,
+        **EXTENSIONS,
         "lr": 1e-3,
         "gamma": 0.99,
         "train_batch_size": 64,
@@ -53,7 +53,7 @@ TUNED: dict[str, dict[str, Any]] = {
         },
     },
     "apex": {
-        **_DQN_EXTENSIONS,
+        **EXTENSIONS,
         "lr": 1e-3,
         "gamma": 0.99,
         "train_batch_size": 64,
@@ -70,7 +70,7 @@ TUNED: dict[str, dict[str, Any]] = {
         "entropy_coeff": 0.01,
         "vf_loss_coeff": 0.5,
         "grad_clip": 40.0,
-        "timeout_s_sampler_manager": 0.05,
+        "timeout_s_sampler_manager": SAMPLER_TIMEOUT_S,
         "broadcast_interval": 1,
     },
     "appo": {
@@ -80,7 +80,7 @@ TUNED: dict[str, dict[str, Any]] = {
         "entropy_coeff": 0.0,
         "vf_loss_coeff": 0.5,
         "grad_clip": 40.0,
-        "timeout_s_sampler_manager": 0.05,
+        "timeout_s_sampler_manager": SAMPLER_TIMEOUT_S,
         "broadcast_interval": 1,
         "clip_param": 0.3,
         # Each batch trained on 8 times (RLlib's default 2) ...
@@ -113,14 +113,9 @@ def make_config(algo: str, args: argparse.Namespace) -> Any:
         config = DQNConfig()
     elif algo == "apex":
         from sweeps.algorithms.apex import ApexDQNConfig
+        from sweeps.algorithms.apex.config import TWO_CORE_APEX
 
-        config = ApexDQNConfig().apex(
-            num_replay_buffer_shards=1,
-            max_weight_sync_delay=256,
-            replay_batches_per_request=4,
-            max_requests_in_flight_per_replay_shard=2,
-            sgd_steps_per_learner_call=4,
-        )
+        config = ApexDQNConfig().apex(**TWO_CORE_APEX)
     elif algo == "impala":
         from ray.rllib.algorithms.impala import IMPALAConfig
 

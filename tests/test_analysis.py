@@ -1048,3 +1048,22 @@ def test_the_verdict_names_a_winner_the_seeds_separate(tmp_path):
     low = float(re.search(r"\[([\d.]+)×, [\d.]+×\] as fast", verdict).group(1))
     assert low > 1.0
     assert "IQM" in _section((out / "REPORT.md").read_text(), "### Final performance")
+
+
+def test_curves_compares_runs_at_the_same_env_steps(suite_dir, capsys):
+    """`python -m analysis curves`: per trial, the training return last reported at or before
+    each env-step count (a dash before the first game or past the trial's end), and when each
+    target was first reached."""
+    assert main(["curves", str(suite_dir / "dqn_bench"), "--at", "200,0.4k,1M"]) == 0
+    rows = _table(capsys.readouterr().out)
+    assert [r["trial"] for r in rows] == ["abc12_00000", "abc12_00001", "abc12_00002"]
+    first = rows[0]  # returns NaN, 20, 60, 95, 95 at 100, 200, ... env steps
+    assert (first["200"], first["400"], first["1M"]) == ("20.0", "95.0", "—")
+    assert first["to 50.0"] == "3.0 s / 300" and rows[2]["to 90.0"] == "not reached"
+
+
+def test_curves_refuses_bad_env_steps(suite_dir, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["curves", str(suite_dir), "--at", "1M,lots"])
+    assert exit_info.value.code == 2
+    assert "expected env steps like 0.5M,1M,250k" in capsys.readouterr().err

@@ -264,6 +264,18 @@ class ApexDQNConfig(DQNConfig):
         }
 
 
+# Ape-X on a 2-core machine: one replay shard, the actor's weights at most 256 updates old, four
+# replay batches per shard request (two in flight) and four SGD steps per learner call, so that
+# the driver's round trips stay few while the one learner core trains.
+TWO_CORE_APEX: dict[str, Any] = {
+    "num_replay_buffer_shards": 1,
+    "max_weight_sync_delay": 256,
+    "replay_batches_per_request": 4,
+    "max_requests_in_flight_per_replay_shard": 2,
+    "sgd_steps_per_learner_call": 4,
+}
+
+
 def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
     """Tuned small-problem settings (the cab MDP on 2 cores), updating ``config`` in place.
 
@@ -285,13 +297,7 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
             rollout_fragment_length=32,
             max_requests_in_flight_per_env_runner=2,
         )
-        .apex(
-            num_replay_buffer_shards=1,
-            max_weight_sync_delay=256,
-            replay_batches_per_request=4,
-            max_requests_in_flight_per_replay_shard=2,
-            sgd_steps_per_learner_call=4,
-        )
+        .apex(**TWO_CORE_APEX)
         .training(
             lr=3e-3,
             gamma=0.95,
