@@ -649,9 +649,9 @@ def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
 # --- CLI --------------------------------------------------------------------------------------
 
 
-def add_inputs(parser: argparse.ArgumentParser, out_help: str) -> None:
-    """The arguments ``collect`` and ``report`` share: the inputs, and ``--out`` (``out_help``
-    says what it names)."""
+def add_inputs(parser: argparse.ArgumentParser, out_help: str | None) -> None:
+    """The arguments the analysis commands share: the inputs, and ``--out`` (``out_help`` says
+    what it names; None: the command writes nothing)."""
     parser.add_argument(
         "inputs",
         nargs="+",
@@ -659,7 +659,8 @@ def add_inputs(parser: argparse.ArgumentParser, out_help: str) -> None:
         help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv "
         "written by `python -m analysis collect`",
     )
-    parser.add_argument("--out", required=True, help=out_help)
+    if out_help is not None:
+        parser.add_argument("--out", required=True, help=out_help)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.collect import gather
+from analysis.collect import add_inputs, gather
 from analysis.fmt import DASH, fmt_float, fmt_int, fmt_time, markdown_table
 from analysis.tables import SIGNALS, TRIAL_KEY, targets_of
 from sweeps.harness.common import UsageError
@@ -86,12 +86,7 @@ def curves_table(runs: pd.DataFrame, signal: str, milestones: Sequence[float]) -
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="RUN_DIR",
-        help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv",
-    )
+    add_inputs(parser, None)
     parser.add_argument(
         "--at",
         type=parse_steps,

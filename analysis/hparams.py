@@ -37,7 +37,7 @@ def _value(x: Any) -> Any:
     return x
 
 
-def _numeric(values: pd.Series) -> bool:
+def _numeric(values: list[Any]) -> bool:
     return all(
         isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values
     )
@@ -59,7 +59,7 @@ def importances(trials: pd.DataFrame, mode: str = "max") -> pd.Series:
     values: dict[str, list[Any]] = {}
     for c in hp:
         column = [_value(v) for v in done[c]]
-        if _numeric(pd.Series(column, dtype=object)):
+        if _numeric(column):
             lo, hi = float(min(column)), float(max(column))
             if lo == hi:
                 continue
