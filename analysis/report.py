@@ -33,6 +33,7 @@ from analysis.collect import (
 from analysis.fmt import slug
 from analysis.workload import Workload, workloads
 from sweeps.harness.common import HELD_OUT_SEED, UsageError, atomic_write_text, check_writable
+from sweeps.workloads import NAMED
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
@@ -46,59 +47,26 @@ BEST_PREFIX = "best_"
 
 
 def reference_returns(runs: pd.DataFrame) -> tuple[pd.DataFrame | None, str | None]:
-    """Random / heuristic / optimal mean returns for every cab variant and tm_seed in the table,
-    each policy played on the held-out episodes (``HELD_OUT_SEED`` on; as many as the runs'
-    held-out figures used, else ``REFERENCE_EPISODES``): the optimal policy's mean there is the
-    denominator of every held-out % of optimum. ``exact_optimum`` is the DP value from the
-    uniform start.
-
-    From ``envs.policies.reference_episode_returns`` (imported lazily); when it is unavailable
-    or fails the rows are omitted and the returned note says why.
-    """
-    cabs = runs[runs["env"] == "cabs"]
-    if cabs.empty:
-        return None, None
-    variants = zip(cabs["variant"], cabs["tm_seed"], strict=True)
-    pairs = sorted({(v or "base", 0 if pd.isna(t) else int(t)) for v, t in variants})
-    held_out = cabs.get("final_eval_episodes", pd.Series(dtype=float)).dropna()
-    episodes = int(held_out.max()) if len(held_out) else REFERENCE_EPISODES
-    try:
-        from envs.optimum import optimum_value
-        from envs.policies import reference_episode_returns as compute
-    except ImportError as err:
-        return None, f"reference rows omitted: envs.policies unavailable ({err})"
-    rows = []
-    for variant, tm_seed in pairs:
-        config = {"tm_seed": tm_seed, "requests": variant == "requests"}
-        try:
-            ref = compute(config, episodes, HELD_OUT_SEED)
-            exact = float(optimum_value(variant, tm_seed=tm_seed))
-        except Exception as err:  # a broken reference must not lose the report
-            return None, f"reference rows omitted: references of {variant!r} failed: {err}"
-        means = {name: float(sum(v) / len(v)) for name, v in ref.items()}
-        rows.append(
-            {
-                "variant": variant,
-                "tm_seed": tm_seed,
-                **means,
-                "episodes": episodes,
-                "seed": HELD_OUT_SEED,
-                "exact_optimum": exact,
-            }
-        )
-    return pd.DataFrame(rows), None
-
-
-# Envs whose reference rows the report computes itself (the cab env's policies and optimum) or
-# has none of (Pong); every other env's random-policy row is measured by its runs (run.json).
-NAMED = ("cabs", "pong")
+    """The reference policies' mean returns that a workload computes itself (the cab env's
+    random, heuristic and optimal policies, ``sweeps.workloads.cabs``) for its rows of the
+    table, each policy played on the held-out episodes (``HELD_OUT_SEED`` on; as many as the
+    runs' held-out figures used, else ``REFERENCE_EPISODES``). None, and a note saying why when
+    they could not be computed."""
+    for name, kind in NAMED.items():
+        part = runs[runs["env"] == name]
+        if part.empty or not kind.computes_references():
+            continue
+        held_out = part.get("final_eval_episodes", pd.Series(dtype=float)).dropna()
+        episodes = int(held_out.max()) if len(held_out) else REFERENCE_EPISODES
+        return kind.reference_rows(part, episodes, HELD_OUT_SEED)
+    return None, None
 
 
 def measured_references(runs: pd.DataFrame) -> pd.DataFrame:
     """The random-policy reference of every other env (and config) in the table, as its runs
     measured it (``random_return``, ``random_episodes``): one row per (env, variant), the
     median over its experiments (they play the same seeded episodes)."""
-    other = runs[~runs["env"].isin(NAMED) & runs["random_return"].notna()]
+    other = runs[runs["random_return"].notna()]
     rows = []
     for (env, variant), part in other.groupby(["env", "variant"], sort=True):
         per_run = part.drop_duplicates("experiment")
@@ -118,7 +86,7 @@ def workload_references(
 ) -> pd.DataFrame | None:
     """The reference rows of one workload: the cab env's computed ones, or the random policy
     its runs measured (None: none)."""
-    if w.env == "cabs":
+    if w.kind.computes_references():
         return None if cabs is None else cabs[cabs["variant"] == (w.variant or "base")]
     part = measured[(measured["env"] == w.env) & (measured["variant"] == w.variant)]
     return part if len(part) else None
@@ -141,7 +109,7 @@ class _Plots:
         return path.name
 
     def _refs(self, w: Workload) -> dict[str, float]:
-        if w.env != "cabs":
+        if not w.kind.computes_references():
             refs = workload_references(w, None, self.measured)
             return {} if refs is None else {"random policy": float(refs["random"].iloc[0])}
         if self.references is None:
@@ -268,7 +236,8 @@ def render_report(
     lines += ["## Summary", ""]
     measured = draw.measured
     for w in loads:
-        refs = workload_references(w, references, measured) if w.env != "cabs" else None
+        computed = w.kind.computes_references()
+        refs = None if computed else workload_references(w, references, measured)
         lines += summary.summary_section(w, draw.summary(w), refs, draw.kaplan_meier(w))
 
     for w in loads:

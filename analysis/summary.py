@@ -14,7 +14,6 @@ from analysis.fmt import (
     fmt_bounded,
     fmt_estimate,
     fmt_float,
-    fmt_int,
     fmt_ratio,
     fmt_time,
     is_missing,
@@ -39,12 +38,6 @@ from analysis.sections import (
 )
 from analysis.workload import Workload
 
-# What to run where Pong's targets are in reach (the seed articles' GPU-learner setting).
-PONG_GPU_COMMAND = (
-    "python -m sweeps.benchmark --env pong --algos impala,appo,apex --benchmark-seeds 3 "
-    "--stop-train-time-s 3600 --num-env-runners 8"
-)
-
 
 def summary_section(
     w: Workload,
@@ -58,12 +51,12 @@ def summary_section(
     generic env's runs measured, stated under the table."""
     lines = [f"### {w.title}", ""]
     if is_missing(w.target):
-        if w.env in ("cabs", "pong"):
+        if w.kind.has_targets:
             return lines + ["No reward targets in run.json: nothing to summarise.", ""]
         return lines + _without_target(w) + _random_line(references)
     if w.best.empty:
         why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
-        return lines + [f"Nothing to compare: {why}.", ""] + _no_gpu_note(w)
+        return lines + [f"Nothing to compare: {why}.", ""] + _missed_note(w)
     pct_known = not is_missing(w.optimum)
     fallback = w.signal == "return_mean" and w.selected["greedy_return"].notna().any()
     baseline = w.baseline
@@ -113,8 +106,8 @@ def summary_section(
         lines += [f"{lead}: {names(items)}.", ""]
     lines += [verdict(w), ""]
     lines += _random_line(references)
-    lines += _rules_note(w)
-    lines += _no_gpu_note(w)
+    lines += w.kind.rules_note()
+    lines += _missed_note(w)
     if plot:
         lines += [f"![Time to {w.label(w.target)}: {w.title}]({plot})", ""]
     if km_plot:
@@ -254,34 +247,7 @@ def _against_baseline(w: Workload, win: pd.Series) -> str:
     return f"; against the single-runner DQN ({w.baseline}) the seeds can't tell: {cell}"
 
 
-# The rules every Pong figure is played by (envs/pong.py), stated where the figures are.
-PONG_RULES = (
-    "Pong, as played here: standard ALE Pong (default mode and difficulty, the minimal 6 "
-    "actions), full games to 21, frame-skip 4 with the last two frames max-pooled, up to 30 "
-    "no-ops at reset, **sticky actions off** (`repeat_action_probability` 0, as in RLlib's tuned "
-    "Atari configs), 42x42 grayscale frames stacked 4. Returns are the game's own score (rewards "
-    "are clipped for training only, and Pong's are ±1 anyway); the training return is the mean "
-    "of the last 20 training games of each env runner."
-)
-
-
-def _rules_note(w: Workload) -> list[str]:
-    return [PONG_RULES, ""] if w.env == "pong" else []
-
-
-def _no_gpu_note(w: Workload) -> list[str]:
-    """Pong run without a GPU and short of its target: say so, and what to run instead."""
-    if w.env != "pong" or w.runs["gpus"].fillna(0).max() > 0:
-        return []
-    if len(w.best) and (w.best["reached"] == w.best["seeds"]).all():
-        return []
-    cpus = w.runs["cpus"].dropna()
-    machine = f"{fmt_int(cpus.max())} CPUs" if not cpus.empty else "CPUs only"
-    return [
-        f"These runs had no GPU ({machine}): a target not reached here says how far CPU-only "
-        "training gets within the budget, not how fast the algorithms reach it. On a machine "
-        "with a GPU and at least 10 CPUs, measure time to 18 with:",
-        "",
-        f"```bash\n{PONG_GPU_COMMAND}\n```",
-        "",
-    ]
+def _missed_note(w: Workload) -> list[str]:
+    """What the workload says where its target was missed (Pong without a GPU: what to run)."""
+    reached_everywhere = bool(len(w.best)) and bool((w.best["reached"] == w.best["seeds"]).all())
+    return w.kind.missed_note(w.runs, reached_everywhere)

@@ -11,6 +11,8 @@ import pandas as pd
 
 from analysis import tables
 from analysis.fmt import slug, target_label
+from sweeps.workloads import Workload as SuiteWorkload
+from sweeps.workloads import for_env
 
 
 @dataclass
@@ -19,6 +21,12 @@ class Workload:
     variant: str
     runs: pd.DataFrame  # every row of this env and variant
     selected: pd.DataFrame  # the compared configurations' rows (tables.select_configurations)
+
+    @property
+    def kind(self) -> SuiteWorkload:
+        """The suite's workload that ran these rows (``sweeps.workloads``): what the report
+        says about it, and which references it computes."""
+        return for_env(self.env)
 
     @property
     def title(self) -> str:

@@ -10,7 +10,7 @@ thin vector wrapper turns its ``(stack, dim, dim)`` uint8 frames into the channe
 ``(dim, dim, stack)`` float32 in ``[-1, 1]`` that RLlib's CNN encoders take.
 
 * Called with ``num_envs`` in the config (RLlib's env runner does, with
-  ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/harness/workloads.py``), it
+  ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/workloads/pong.py``), it
   returns that vector env: one C++ call steps every game of the runner, and inference is batched
   over them.
 * Called without, it returns a plain ``gymnasium.Env`` over a one-game vector env, so tests, the

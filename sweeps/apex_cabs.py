@@ -79,6 +79,7 @@ from typing import Any
 
 from sweeps import dqn_family
 from sweeps.harness import keys, runner
+from sweeps.workloads.cabs import CABS
 
 # Each variant's trial budget in env steps sampled (ASHA's max_t), over which the learning rate
 # decays (see lr_schedule).
@@ -122,7 +123,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="apex_cabs",
     algo="apex",
-    env="cabs",
+    workload=CABS,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweeps import dqn_family
-from sweeps.harness import keys, runner, workloads
+from sweeps.harness import keys, runner
+from sweeps.workloads.pong import PONG
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
 # (sweeps/dqn_family.py).
@@ -57,7 +58,7 @@ def make_config(args: argparse.Namespace):
     config = ApexDQNConfig().training(**TUNED)
     config.apex(num_replay_buffer_shards=4, max_weight_sync_delay=400)
     config.env_runners(rollout_fragment_length=50)
-    return workloads.pong(config, args)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -74,7 +75,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="apex_pong",
     algo="apex",
-    env="pong",
+    workload=PONG,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

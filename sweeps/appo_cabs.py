@@ -27,6 +27,7 @@ from ray.rllib.algorithms.appo import APPOConfig
 from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedAPPOTorchRLModule
 from sweeps.harness import runner
+from sweeps.workloads.cabs import CABS
 
 # The V-trace family's tuned cab defaults (sweeps/vtrace_family.py) plus APPO's own: PPO's clip
 # and the target network's update period (in learner updates).
@@ -54,7 +55,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="appo_cabs",
     algo="appo",
-    env="cabs",
+    workload=CABS,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

@@ -32,7 +32,8 @@ from typing import Any
 from ray.rllib.algorithms.appo import APPOConfig
 
 from sweeps import vtrace_family
-from sweeps.harness import runner, workloads
+from sweeps.harness import runner
+from sweeps.workloads.pong import PONG
 
 # RLlib's tuned pong_appo.py losses on the V-trace family's recipe (sweeps/vtrace_family.py),
 # each batch trained in order through a short queue (APPO's circular buffer dropped batches the
@@ -49,7 +50,7 @@ TUNED: dict[str, Any] = {
 def make_config(args: argparse.Namespace) -> APPOConfig:
     config = APPOConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
-    return workloads.pong(config, args)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="appo_pong",
     algo="appo",
-    env="pong",
+    workload=PONG,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

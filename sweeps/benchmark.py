@@ -56,7 +56,6 @@ import datetime as dt
 import importlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
@@ -71,9 +70,6 @@ from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable
 from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
-# Workloads with their own sweep files (sweeps/<algo>_<env>.py); any other --env runs
-# sweeps/<algo>_gym.py.
-NAMED = ("cabs", "pong")
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
 # failed configuration again); a "running" or "interrupted" one did not.
 REUSABLE = ("finished", "failed")
@@ -242,9 +238,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     except UsageError as err:
         parser.error(str(err))
     if args.name is None:
-        variant = f"-{args.variant}" if args.env == "cabs" else ""
-        stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.env).strip("-.")  # ALE/Breakout-v5, a:B
-        args.name = f"{stem}{variant}-{dt.datetime.now():%Y%m%d-%H%M%S}"
+        stem = args.workload.benchmark_stem(args)
+        args.name = f"{stem}-{dt.datetime.now():%Y%m%d-%H%M%S}"
     if os.sep in args.name or "/" in args.name or args.name in {"", ".", ".."}:
         parser.error(f"--name must be a plain folder name, got {args.name!r}")
     for flag, path in (("--storage-path", args.storage_path), ("--out", args.out)):
@@ -264,35 +259,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def _check_env(args: argparse.Namespace) -> None:
-    """The workload's flags, and for any other Gymnasium env the env itself against every
-    algorithm asked for (built once, before anything runs): a UsageError (one line) else."""
-    gym_flags = [f for f in ("env_config", "target") if getattr(args, f) is not None]
-    if args.env in NAMED:
-        if gym_flags:
-            flag = "--" + gym_flags[0].replace("_", "-")
-            raise UsageError(f"{flag}: for a Gymnasium env; --env {args.env} is a named workload")
-        if args.variant is not None and args.env != "cabs":
-            raise UsageError(f"--variant: {args.env} has no variants (only the cab env has)")
-        args.variant = args.variant or "base"
-        return
-    if args.variant is not None:
-        raise UsageError(
-            f"--variant: {args.env} has no variants (only the cab env has); pass the env's own "
-            "settings with --env-config '{...}'"
-        )
-    from envs.gym import check, resolve
+    """The workload of ``--env`` (``sweeps.workloads.for_env``) and its flags; for a
+    Gymnasium env, the env itself against every algorithm asked for (built once, before anything
+    runs): a UsageError (one line) else."""
+    from sweeps.workloads import for_env
 
-    args.env_config = args.env_config or {}
+    args.workload = for_env(args.env)
     try:
-        check(args.algos, resolve(args.env, args.env_config))
+        args.workload.add_benchmark_arguments(args, args.algos)
     except ValueError as e:
         raise UsageError(str(e)) from None
-
-
-def _gym_targets(args: argparse.Namespace) -> list[float]:
-    from envs.gym import targets as gym_targets
-
-    return gym_targets(args.env, args.env_config, args.target)
 
 
 def _stop_reward(args: argparse.Namespace) -> float | None:
@@ -300,33 +276,34 @@ def _stop_reward(args: argparse.Namespace) -> float | None:
     trial runs its budget)."""
     if args.stop_reward is not None:
         return args.stop_reward
-    if args.env not in NAMED:
-        return max(_gym_targets(args), default=None)
-    if args.env == "pong":
-        from envs.pong import TARGETS
-
-        return max(TARGETS)
-    from envs.optimum import targets
-
-    return max(targets(args.variant))
+    return max(args.workload.targets(args), default=None)
 
 
 def _final_episodes(args: argparse.Namespace) -> int:
-    """Greedy episodes of each trial's final policy: --final-episodes, else 5 on Pong (judged by
-    the training return during the run) and none on cabs (greedy evaluation runs throughout)."""
+    """Greedy episodes of each trial's final policy: --final-episodes, else the workload's (5 on
+    Pong, judged by the training return during the run; none where greedy evaluation runs
+    throughout)."""
     if args.final_episodes is not None:
         return args.final_episodes
-    return 5 if args.env == "pong" else 0
+    return args.workload.benchmark_final_episodes
 
 
 @dataclass(frozen=True)
 class Run:
     """One configuration: a sweep's tuned defaults at one env-runner count, once per seed."""
 
-    sweep: str  # "dqn_cabs": run as ``python -m sweeps.<sweep> <flags>``
+    sweep: str  # "dqn_cabs": the sweep's name, as its run record holds it
+    module: str  # "sweeps.dqn_cabs": run as ``python -m <module> <flags>``
     folder: Path  # <storage path>/<name>/<name>-<algo>[-r<runners>]
     flags: tuple[str, ...]  # flag, value, flag, value, ...
     reuse: dict[str, Any] | None = None  # the run record of an existing folder that stands for it
+
+    @property
+    def command(self) -> str:
+        """How a user runs the sweep: ``python sweeps/dqn_cabs.py``, or ``python -m <module>``
+        for a workload whose sweeps live elsewhere."""
+        package, _, stem = self.module.rpartition(".")
+        return f"python sweeps/{stem}.py" if package == "sweeps" else f"python -m {self.module}"
 
 
 def plan(args: argparse.Namespace) -> list[Run]:
@@ -346,18 +323,13 @@ def plan(args: argparse.Namespace) -> list[Run]:
                 "--iteration-s", str(args.iteration_s),
                 "--max-concurrent-trials", "1",  # fair timing: one trial owns the machine
             ]  # fmt: skip
-            if args.env == "cabs":
-                flags += ["--variant", args.variant]
-            workload = args.env
-            if args.env not in NAMED:
-                workload = "gym"
-                flags += ["--env", args.env, "--env-config", json.dumps(args.env_config)]
-                if args.target:
-                    flags += ["--target", *map(str, args.target)]
+            flags += args.workload.sweep_flags(args)
             if runners is not None:
                 flags += ["--num-env-runners", str(runners)]
             flags += ["--storage-path", str(args.folder), "--name", name]
-            runs.append(Run(f"{algo}_{workload}", args.folder / name, tuple(flags)))
+            module = args.workload.sweep_module(algo)
+            sweep = f"{algo}_{args.workload.name}"
+            runs.append(Run(sweep, module, args.folder / name, tuple(flags)))
     return runs
 
 
@@ -365,7 +337,7 @@ def check_reuse(run: Run) -> Run:
     """``run`` as it will go: new, or standing on its existing folder when that folder's run
     record holds the same arguments; a UsageError saying why an existing folder cannot stand for
     it. The sweep's own parser reads the flags, so bad values are refused here too."""
-    module = importlib.import_module(f"sweeps.{run.sweep}")
+    module = importlib.import_module(run.module)
     expected = vars(sweep_parser(module.SWEEP).parse_args(list(run.flags)))
     if not run.folder.exists():
         return run
@@ -381,7 +353,7 @@ def check_reuse(run: Run) -> Run:
     if status not in REUSABLE:
         raise UsageError(
             f"{run.folder} did not finish (status {status}); continue it with "
-            f"python sweeps/{run.sweep}.py --resume {run.folder}, or delete it"
+            f"{run.command} --resume {run.folder}, or delete it"
         )
     for flag in run.flags[::2]:
         dest = flag.removeprefix("--").replace("-", "_")
@@ -393,35 +365,19 @@ def check_reuse(run: Run) -> Run:
                 f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
                 "another --name or delete it"
             )
-    return Run(run.sweep, run.folder, run.flags, reuse=record)
+    return Run(run.sweep, run.module, run.folder, run.flags, reuse=record)
 
 
 def dry_run_lines(args: argparse.Namespace, runs: list[Run]) -> str:
     """What ``--dry-run`` prints: the workload, where the runs and the report go, the targets
     and each configuration's command."""
     lines = [f"[dry-run] benchmark folder: {args.folder} (not created); report: {args.out}"]
-    if args.env not in NAMED:
-        from envs.gym import resolve
-
-        env = resolve(args.env, args.env_config)
-        targets = _gym_targets(args)
-        lines += [
-            f"[dry-run] env {env.name} ({env.kind}), config {json.dumps(args.env_config)}: "
-            f"observations {env.observation_space}, actions {env.action_space}",
-            "[dry-run] targets (greedy return): "
-            + (
-                ", ".join(f"{t:g}" for t in targets)
-                if targets
-                else "none (no --target and no reward_threshold in the env's spec): the report "
-                "shows final returns and curves"
-            ),
-            "[dry-run] each run also measures a random policy's return (the report's reference)",
-        ]
+    lines += args.workload.dry_run_lines(args)
     for k, run in enumerate(runs, start=1):
         how = (
             f"reuses {run.folder} ({run.reuse['status']}, same arguments)"
             if run.reuse is not None
-            else "python -m sweeps." + " ".join([run.sweep, *map(_quoted, run.flags)])
+            else "python -m " + " ".join([run.module, *map(_quoted, run.flags)])
         )
         lines.append(f"[dry-run] ({k}/{len(runs)}) {how}")
     lines.append("[dry-run] nothing started, nothing written")
@@ -461,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if status != "finished":
                 failures.append(f"{run.folder.name} ({status}, reused)")
             continue
-        cmd = [sys.executable, "-m", f"sweeps.{run.sweep}", *run.flags]
+        cmd = [sys.executable, "-m", run.module, *run.flags]
         print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
         started = time.monotonic()
         rc = subprocess.call(cmd)

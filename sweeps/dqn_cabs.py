@@ -29,6 +29,7 @@ from ray.rllib.algorithms.dqn import DQNConfig
 
 from sweeps import dqn_family
 from sweeps.harness import runner
+from sweeps.workloads.cabs import CABS
 
 # Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small replay, fast
 # target updates, Rainbow's extensions (sweeps/dqn_family.py: n-step 3, double Q, dueling), γ = 0.95
@@ -79,7 +80,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="dqn_cabs",
     algo="dqn",
-    env="cabs",
+    workload=CABS,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

@@ -12,7 +12,8 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from sweeps.harness import workloads
+from sweeps.workloads import pong
+from sweeps.workloads.cabs import CABS
 
 # Rainbow's extensions that RLlib's DQN implements: double Q, dueling heads, 3-step returns.
 EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}
@@ -38,7 +39,7 @@ def cabs(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
         from sweeps.algorithms.masked_dqn import MaskedDQNTorchRLModule as masked
 
         config.training(gamma=REQUESTS_GAMMA)
-    return workloads.cabs(config, args, masked_module=masked, hiddens=(256,))
+    return CABS.configure(config, args, masked_module=masked, hiddens=(256,))
 
 
 def sample_cabs(trial: Any) -> dict[str, Any]:
@@ -61,7 +62,7 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 
 PONG_DEFAULTS: dict[str, Any] = {
-    **workloads.PONG_DEFAULTS,
+    **pong.PONG_DEFAULTS,
     "num_samples": 4,
     "grace_period": 500_000,
     # Inference batched over 8 envs per runner: one env per runner paid RLlib's per-step cost
@@ -69,4 +70,4 @@ PONG_DEFAULTS: dict[str, Any] = {
     # (training_intensity) does not depend on it.
     "num_envs_per_env_runner": 8,
 }
-PONG_SMOKE: dict[str, Any] = {**workloads.PONG_SMOKE, "num_envs_per_env_runner": 2}
+PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}

@@ -31,7 +31,8 @@ from typing import Any
 from ray.rllib.algorithms.dqn import DQNConfig
 
 from sweeps import dqn_family
-from sweeps.harness import runner, workloads
+from sweeps.harness import runner
+from sweeps.workloads.pong import PONG
 
 # Rainbow-style Atari settings with Rainbow's extensions (sweeps/dqn_family.py), replay scaled down.
 TUNED: dict[str, Any] = {
@@ -55,7 +56,7 @@ TUNED: dict[str, Any] = {
 def make_config(args: argparse.Namespace) -> DQNConfig:
     config = DQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=4)
-    return workloads.pong(config, args)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -72,7 +73,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="dqn_pong",
     algo="dqn",
-    env="pong",
+    workload=PONG,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

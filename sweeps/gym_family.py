@@ -13,7 +13,7 @@ the four reaches CartPole's 475 (greedy) within 30 s of training; ``results/cart
 has the measured times and the command. They are a starting point for any other env: sweep it.
 
 Observations: a 1-D Box as it is, other spaces flattened (Discrete one-hot), ``ALE/...`` ids
-with Pong's Atari recipe (``sweeps/harness/workloads.py``). Actions: Discrete for all four;
+with Pong's Atari recipe (``sweeps/workloads/gym.py``). Actions: Discrete for all four;
 Box and MultiDiscrete for IMPALA and APPO only (RLlib's DQN has no continuous-action head).
 
 A game that needs FIRE after each lost life (Breakout) can stall a greedy evaluation episode
@@ -29,6 +29,7 @@ from typing import Any
 from sweeps.dqn_family import EXTENSIONS
 from sweeps.harness.sweep import Sweep
 from sweeps.vtrace_family import SAMPLER_TIMEOUT_S
+from sweeps.workloads.gym import GYM
 
 # ------------------------------------------------------------------------------------------------
 # Tuned defaults, per algorithm (training settings; env-runner settings in RUNNERS)
@@ -102,11 +103,7 @@ HIDDENS: tuple[int, ...] = (64, 64)
 def make_config(algo: str, args: argparse.Namespace) -> Any:
     """The algorithm's config with its generic tuned defaults on ``--env`` (checked: a
     ``ValueError`` when the env cannot be built or the algorithm cannot take its spaces)."""
-    from envs.gym import check, resolve
-    from sweeps.harness import workloads
-
-    env = resolve(args.env, args.env_config)
-    check(algo, env)
+    GYM.check(algo, args)
     if algo == "dqn":
         from ray.rllib.algorithms.dqn import DQNConfig
 
@@ -127,7 +124,7 @@ def make_config(algo: str, args: argparse.Namespace) -> Any:
     config.training(**TUNED[algo])
     config.env_runners(rollout_fragment_length=FRAGMENT[algo])
     config.reporting(min_time_s_per_iteration=1, min_sample_timesteps_per_iteration=0)
-    return workloads.gym(config, args, env, hiddens=HIDDENS)
+    return GYM.configure(config, args, hiddens=HIDDENS)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -226,7 +223,7 @@ def sweep(algo: str, doc: str) -> Sweep:
     return Sweep(
         name=f"{algo}_gym",
         algo=algo,
-        env="gym",
+        workload=GYM,
         make_config=lambda args: make_config(algo, args),
         sample_params=SAMPLERS[algo],
         description=doc.split("\n")[0],

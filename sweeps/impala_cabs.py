@@ -29,6 +29,7 @@ from ray.rllib.algorithms.impala import IMPALAConfig
 from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedPPOTorchRLModule
 from sweeps.harness import runner
+from sweeps.workloads.cabs import CABS
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
@@ -44,7 +45,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="impala_cabs",
     algo="impala",
-    env="cabs",
+    workload=CABS,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

@@ -31,7 +31,8 @@ from typing import Any
 from ray.rllib.algorithms.impala import IMPALAConfig
 
 from sweeps import vtrace_family
-from sweeps.harness import runner, workloads
+from sweeps.harness import runner
+from sweeps.workloads.pong import PONG
 
 # RLlib's tuned pong_impala.py gradient clip on the V-trace family's recipe
 # (sweeps/vtrace_family.py), APPO's learning rate, a 2-batch learner queue as APPO's. On seed 0
@@ -50,7 +51,7 @@ TUNED: dict[str, Any] = {
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
     config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
-    return workloads.pong(config, args)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
@@ -60,7 +61,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
 SWEEP = runner.Sweep(
     name="impala_pong",
     algo="impala",
-    env="pong",
+    workload=PONG,
     make_config=make_config,
     sample_params=sample_params,
     description=__doc__.split("\n")[0],

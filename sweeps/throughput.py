@@ -38,6 +38,7 @@ from sweeps.harness import keys
 from sweeps.harness.cli import apply_settings, count, positive_float, setting
 from sweeps.harness.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
 from sweeps.perf import perf_report
+from sweeps.workloads import NAMED
 
 
 def build_parser(
@@ -50,7 +51,7 @@ def build_parser(
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         allow_abbrev=False,
     )
-    p.add_argument("--env", choices=["cabs", "pong"], default="cabs", help="workload")
+    p.add_argument("--env", choices=sorted(NAMED), default="cabs", help="workload")
     p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
     p.add_argument(
         "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
@@ -134,8 +135,9 @@ def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tu
     evaluation off, and the sweep's parsed arguments; starts nothing."""
     from sweeps.harness.cli import build_parser as sweep_parser
 
-    module = importlib.import_module(f"sweeps.{algo}_{args.env}")
-    sweep_argv = ["--variant", args.variant] if args.env == "cabs" else []
+    workload = NAMED[args.env]
+    module = importlib.import_module(workload.sweep_module(algo))
+    sweep_argv = workload.sweep_flags(args)
     if runners is not None:
         sweep_argv += ["--num-env-runners", str(runners)]
     if args.num_envs_per_env_runner is not None:
@@ -211,14 +213,7 @@ def make_env(env: str, variant: str, num_envs: int | None = None) -> Any:
     """The env exactly as an env runner's factory builds it (its wrappers included): on Pong,
     the vector env of ``num_envs`` games (default: the V-trace recipe's 32) that a runner steps
     in one call."""
-    if env == "pong":
-        from envs.pong import make_pong
-        from sweeps.vtrace_family import PONG_DEFAULTS
-
-        return make_pong(num_envs=num_envs or PONG_DEFAULTS["num_envs_per_env_runner"])
-    from envs.cabs import CabsEnv
-
-    return CabsEnv({"requests": variant == "requests"})
+    return NAMED[env].make_raw_env(argparse.Namespace(env=env, variant=variant), num_envs)
 
 
 def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:

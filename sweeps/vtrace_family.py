@@ -14,7 +14,8 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
-from sweeps.harness import workloads
+from sweeps.workloads import pong
+from sweeps.workloads.cabs import CABS
 
 # Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0 made it
 # call training_step ~11,000 times per iteration, stealing the runner's core).
@@ -55,7 +56,7 @@ def cabs(
     32-step fragments, iterations of at least 5 s, logits masked on the request variant."""
     config.env_runners(rollout_fragment_length=32)
     config.reporting(min_time_s_per_iteration=5)
-    return workloads.cabs(config, args, masked_module=masked_module)
+    return CABS.configure(config, args, masked_module=masked_module)
 
 
 def sample_cabs(trial: Any) -> dict[str, Any]:
@@ -101,13 +102,13 @@ PONG_TUNED: dict[str, Any] = {
 # A sweep at ~1,500 env steps/s: ASHA rungs at 0.5M, 1.5M and 4.5M env steps (about 6, 17 and 50
 # minutes), at most 6M per trial (about 70 minutes); 4 trials, one at a time on 2 cores.
 PONG_DEFAULTS: dict[str, Any] = {
-    **workloads.PONG_DEFAULTS,
+    **pong.PONG_DEFAULTS,
     "num_samples": 4,
     "stop_timesteps": 6_000_000,
     "grace_period": 500_000,
-    "num_envs_per_env_runner": 32,
+    "num_envs_per_env_runner": pong.GAMES_PER_RUNNER,
 }
-PONG_SMOKE: dict[str, Any] = {**workloads.PONG_SMOKE, "num_envs_per_env_runner": 2}
+PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}
 
 
 def sample_pong(

@@ -20,9 +20,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis import asha, collect, fmt, plots, report, sections, summary, tables
+from analysis import asha, collect, fmt, plots, report, sections, tables
 from analysis.__main__ import main
 from sweeps.harness import keys
+from sweeps.workloads.pong import PONG_GPU_COMMAND
 
 NAN = math.nan
 
@@ -792,7 +793,7 @@ def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_
     assert "| apex | 4 | 3 | 400 | 2.00× | 50.0% |" in text
     assert "| apex_sweep | asha | 4 | 1 | 2 | 1 | 1,300 | 2,000 | 35.0% | abc12_00000 |" in text
     assert "*heuristic (reference, tm_seed 0)*" in text
-    assert summary.PONG_GPU_COMMAND not in text  # a cab report
+    assert PONG_GPU_COMMAND not in text  # a cab report
     assert "python sweeps/apex_sweep.py --num-samples 4" in text
     assert "| 2 | 0 | Fake CPU | Linux-x86_64 |" in text
     assert "| 2.60.0 | 2.13.0 | 3.11.7 |" in text
@@ -950,7 +951,7 @@ def test_report_pong_sweep_without_any_finished_episode(tmp_path):
     assert "left out of the comparisons: dqn_pong." in text
     assert "| dqn_pong | fifo | 2 | 0 | 2 | 0 | 300 | 1,000 | 70.0% | — | — | no |" in text
     # No GPU and the targets not reached: the report says so and gives the GPU-box command.
-    assert "These runs had no GPU (2 CPUs)" in text and summary.PONG_GPU_COMMAND in text
+    assert "These runs had no GPU (2 CPUs)" in text and PONG_GPU_COMMAND in text
 
 
 # --- CLI errors -------------------------------------------------------------------------------

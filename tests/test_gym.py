@@ -55,7 +55,7 @@ def test_an_ale_id_takes_pongs_atari_recipe():
 
 
 def test_discrete_observations_are_flattened_vectors_are_not():
-    from sweeps.harness.workloads import flatten_observations
+    from sweeps.workloads.rllib_config import flatten_observations
 
     corridor = gym_family.make_config("apex", _args(env=CORRIDOR))
     assert corridor._env_to_module_connector is flatten_observations

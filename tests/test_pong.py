@@ -161,7 +161,7 @@ def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
 
 
 def test_a_larger_frame_takes_the_64x64_net() -> None:
-    from sweeps.harness.workloads import pong_model
+    from sweeps.workloads.rllib_config import pong_model
 
     assert len(pong_model(64)["conv_filters"]) == 4 and len(pong_model(42)["conv_filters"]) == 3
 

@@ -198,6 +198,7 @@ def test_refusals_say_what_to_do(sweep_folders, capsys, no_ray):
 def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
     from sweeps import dqn_cabs
     from sweeps.harness import runner
+    from sweeps.workloads.cabs import CABS
 
     def broken(args):
         raise ValueError("cab env config 'tm_seed' must be an int >= 0, got -1")
@@ -205,7 +206,7 @@ def test_make_config_error_exits_2_before_ray(tmp_path, capsys, no_ray):
     sweep = runner.Sweep(
         name="broken",
         algo="dqn",
-        env="cabs",
+        workload=CABS,
         make_config=broken,
         sample_params=dqn_cabs.sample_params,
     )

@@ -10,7 +10,7 @@ outputs are equal), so checkpoints load either way; an asymmetric padding (Pong'
 layer: 1 before, 2 after) stays a layer.
 
 ``fused_module_class(config)`` is the module class for an IMPALA, APPO, DQN or Ape-X config;
-``sweeps/harness/workloads.py`` uses it for the Atari workloads.
+``sweeps/workloads/rllib_config.py`` uses it for the Atari workloads.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ real step's target is ``r + gamma * V(x_T)``. Nothing else in the loss changes: 
 reads the appended timestep is already masked out.
 
 Use: ``config.training(learner_class=bootstrapped_learner(config))``
-(``sweeps/harness/workloads.py`` does it for every IMPALA and APPO config of the suite).
+(``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite).
 """
 
 from __future__ import annotations

@@ -29,16 +29,16 @@ from sweeps.harness import keys
 from sweeps.harness.common import number
 
 
-def _cab_optimum(env_id: Any, env_config: dict) -> float | None:
-    """Exact optimal expected return when the env is a cab env, else None."""
-    import envs
+def _optimum(env_id: Any, env_config: dict) -> float | None:
+    """The exact optimal expected return of the env, where its workload knows one (the cab
+    env's), else None."""
+    from sweeps.workloads import NAMED
 
-    if env_id not in (envs.CABS, envs.CABS_REQUESTS):
-        return None
-    from envs.optimum import optimum_value
-
-    variant = "requests" if env_id == envs.CABS_REQUESTS else "base"
-    return float(optimum_value(variant, tm_seed=int(env_config.get("tm_seed", 0))))
+    for workload in NAMED.values():
+        optimum = workload.optimum_of_env(env_id, env_config)
+        if optimum is not None:
+            return optimum
+    return None
 
 
 def _one_torch_thread_per_cpu(config: Any) -> None:
@@ -79,7 +79,7 @@ class SuiteCallbacks(RLlibCallback):
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         _one_torch_thread_per_cpu(algorithm.config)
-        self._optimum = _cab_optimum(algorithm.config.env, dict(algorithm.config.env_config))
+        self._optimum = _optimum(algorithm.config.env, dict(algorithm.config.env_config))
         # Start-up (building runners, learners, the DP above) is not training time.
         self._mark = time.perf_counter()
 

@@ -309,20 +309,10 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         "the search space, then exit without starting trials or writing anything",
     )
 
-    if sweep.env == "cabs":
-        c = p.add_argument_group("cab env")
-        c.add_argument(
-            "--variant",
-            choices=["base", "requests"],
-            help="base: the seed article's env; requests: the full SuperCabs MDP (masked)",
-        )
-        c.add_argument("--tm-seed", type=count(0), help="seed of the city's travel-time matrix")
-    if sweep.env == "gym":
-        add_gym_arguments(p.add_argument_group("env"))
-
+    sweep.workload.add_arguments(p)  # --variant (cabs), --env / --env-config / --target (gym)
     # Held-out episodes at the end (sweeps/harness/final.py): a second or two per cab trial;
     # on Pong a greedy game takes seconds to minutes, so it is asked for there.
-    final_episodes = {"final_episodes": 100 if sweep.env == "cabs" else 0}
+    final_episodes = {"final_episodes": sweep.workload.final_episodes}
     p.set_defaults(**{**SHARED_DEFAULTS, **final_episodes, **sweep.defaults})
     return p
 
@@ -382,17 +372,6 @@ def add_gym_arguments(group: Any, *, without_variant_flags: bool = False) -> Non
         group.add_argument("--tm-seed", nargs="?", action=NoVariants)
 
 
-def check_gym_env(sweep: Sweep, args: argparse.Namespace) -> None:
-    """The generic workload's env, built once and checked against the algorithm before Ray
-    starts: a UsageError (one line) when it cannot be built or the algorithm cannot take it."""
-    from envs.gym import check, resolve
-
-    try:
-        check(sweep.algo, resolve(args.env, args.env_config))
-    except ValueError as e:
-        raise UsageError(str(e)) from None
-
-
 def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
     parser = build_parser(sweep)
     args = parser.parse_args(argv)
@@ -404,11 +383,10 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
         for key, value in variant_defaults.items():
             if key not in explicit:
                 setattr(args, key, value)
-    if sweep.env == "gym":
-        try:
-            check_gym_env(sweep, args)
-        except UsageError as e:
-            parser.error(str(e))
+    try:  # the workload's flags (a Gymnasium env: built and checked against the algorithm)
+        sweep.workload.check(sweep.algo, args)
+    except ValueError as e:
+        parser.error(str(e))
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).

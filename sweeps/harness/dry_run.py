@@ -22,35 +22,6 @@ def asha_rungs(info: dict[str, Any]) -> list[int]:
     return rungs
 
 
-def gym_lines(args: argparse.Namespace) -> list[str]:
-    """A generic env: what it is, how it is fed to the network, and its targets."""
-    import json
-
-    from envs.gym import resolve
-    from envs.gym import targets as gym_targets
-
-    env = resolve(args.env, args.env_config)
-    feed = (
-        "Atari frames (Pong's recipe)"
-        if env.kind == "atari"
-        else "a vector to the MLP"
-        if env.vector_observations
-        else "flattened (Discrete one-hot) to the MLP"
-    )
-    targets = gym_targets(args.env, args.env_config, args.target)
-    return [
-        f"[dry-run] env {env.name} ({env.kind}), config {json.dumps(args.env_config)}: "
-        f"observations {env.observation_space} -> {feed}; actions {env.action_space}",
-        "[dry-run] targets (greedy return): "
-        + (
-            ", ".join(f"{t:g}" for t in targets)
-            if targets
-            else "none (no --target, no reward_threshold in the env's spec)"
-        )
-        + "; a random policy's return is measured at the start (the report's reference)",
-    ]
-
-
 def dry_run_lines(
     sweep: Sweep,
     args: argparse.Namespace,
@@ -73,8 +44,8 @@ def dry_run_lines(
         f"[dry-run] budget: sweep wall-clock {budget}; each trial stops at {stops}",
         f"[dry-run] {evaluation}; a checkpoint every {args.checkpoint_freq} iteration(s)",
     ]
-    if sweep.env == "gym" and not args.resume:
-        lines += gym_lines(args)
+    if not args.resume:
+        lines += sweep.workload.dry_run_lines(args)
     if args.resume:
         lines.append(f"[dry-run] would resume {args.resume} with its recorded settings")
     elif args.benchmark_seeds:

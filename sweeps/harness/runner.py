@@ -37,41 +37,13 @@ from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
 
 RECORD_FILE = "run.json"
-# The random-policy reference of a generic env: episodes, seeded from this seed on.
-REFERENCE_EPISODES = 100
-REFERENCE_SEED = 0
-
-
-def gym_variant(env_config: dict) -> str | None:
-    """A generic env's config as its "variant" in the record and the report (None: defaults)."""
-    import json
-
-    return json.dumps(env_config, sort_keys=True, separators=(",", ":")) if env_config else None
-
-
-def gym_random_reference(env: str, env_config: dict) -> dict[str, Any]:
-    """A uniformly random policy's mean return on ``REFERENCE_EPISODES`` seeded episodes (fewer
-    when the env's episodes are long: ``envs.gym.random_returns`` caps steps and seconds)."""
-    from envs.gym import random_returns
-
-    return random_returns(env, env_config, REFERENCE_EPISODES, REFERENCE_SEED)
 
 
 def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
-    """The returns whose time-to-reward the report shows: the cab env's fractions of its exact
-    optimum, Pong's three, and on any other env ``--target`` or the spec's reward_threshold
-    (none: the report says so and shows final returns and curves)."""
-    if sweep.env == "cabs":
-        from envs.optimum import targets
-
-        return targets(args.variant, args.tm_seed)
-    if sweep.env == "gym":
-        from envs.gym import targets
-
-        return targets(args.env, args.env_config, args.target)
-    from envs.pong import TARGETS
-
-    return list(TARGETS)
+    """The returns whose time-to-reward the report shows (the workload's: the cab env's
+    fractions of its exact optimum, Pong's three, on any other env ``--target`` or the spec's
+    reward_threshold; none: the report says so and shows final returns and curves)."""
+    return sweep.workload.targets(args)
 
 
 def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
@@ -81,7 +53,7 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     trials by their exploration more than by their policy; the same on any other env (the
     generic workload, whose targets are greedy returns: CartPole's 475 is "solved" greedily).
     Pong, and the others with greedy evaluation off (--eval-interval 0): the training return."""
-    greedy = sweep.env in ("cabs", "gym") and args.eval_interval > 0
+    greedy = sweep.workload.greedy_judged and args.eval_interval > 0
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
 
 
@@ -169,7 +141,7 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
             logging_level="ERROR",
             log_to_driver=args.verbose,
         )
-    register_envs(*([args.env] if sweep.env == "gym" else []))
+    register_envs(*sweep.workload.env_names(args))
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
     # CPU fallback for a GPU node without CUDA (sweeps/harness/placement.py, sweeps/harness/gpu.py).
     configure_placement(config, args, ray.cluster_resources())
@@ -492,24 +464,14 @@ def _new_record(
     scheduler_info: dict[str, Any],
 ) -> dict[str, Any]:
     """The run record of a new sweep (``run.json``): how to reproduce it; analysis reads it."""
-    optimum = None
-    if sweep.env == "cabs":
-        from envs.optimum import optimum_value
-
-        optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
-    env, variant = sweep.env, args.variant if sweep.env == "cabs" else None
-    references = None
-    if sweep.env == "gym":
-        # The workload is the env as named, with its config as the "variant" (another config is
-        # another workload); the random-policy reference is measured here, in the run, and the
-        # report reads it from this record.
-        env, variant = args.env, gym_variant(args.env_config)
-        references = {"random": gym_random_reference(args.env, args.env_config)}
+    # The workload's env, variant, optimum and references (a generic env's random policy is
+    # measured here, in the run, and the report reads it from this record).
+    fields = sweep.workload.record_fields(args)
     return {
         "sweep": sweep.name,
         "algo": sweep.algo,
-        "env": env,
-        "variant": variant,
+        "env": fields["env"],
+        "variant": fields["variant"],
         "env_id": config.env,
         "kind": "benchmark" if args.benchmark_seeds else "sweep",
         # A database password in --optuna-storage is not kept (the searcher holds the URL).
@@ -529,8 +491,8 @@ def _new_record(
         "mode": "max",
         "stop": stop,
         "scheduler": scheduler_info,
-        "optimum": optimum,
-        "references": references,
+        "optimum": fields["optimum"],
+        "references": fields["references"],
         "targets": _targets(sweep, args),
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),

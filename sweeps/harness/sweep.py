@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeps.harness import keys
+from sweeps.workloads.base import Workload
 
 SampleFn = Callable[[Any], dict[str, Any]]  # optuna.Trial -> {config key ("a/b" nested): value}
 ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned defaults)
@@ -25,7 +26,7 @@ class Sweep:
 
     name: str  # "dqn_cabs"
     algo: str  # "dqn" | "apex" | "impala" | "appo"
-    env: str  # "cabs" | "pong" | "gym" (any other Gymnasium env: --env, sweeps/gym_family.py)
+    workload: Workload  # the env as the suite runs it (sweeps/workloads/)
     make_config: ConfigFn
     sample_params: SampleFn
     defaults: dict[str, Any] = field(default_factory=dict)
@@ -39,3 +40,8 @@ class Sweep:
     doc: str = ""
     # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
     extra_metrics: tuple[keys.Key, ...] = ()
+
+    @property
+    def env(self) -> str:
+        """The workload's name: ``sweeps/<algo>_<env>.py``."""
+        return self.workload.name

@@ -12,16 +12,17 @@ from typing import Any
 
 from sweeps.benchmark import ALGOS
 from sweeps.harness import common
+from sweeps.workloads import NAMED
+
+
+def _raw_env_note(env: str) -> str:
+    """How the workload's raw env rate is measured, where it isn't one env (Pong: a vector env)."""
+    workload = NAMED.get(env)
+    return workload.raw_env_note if workload is not None else ""
+
 
 # Stages that contain other stages (and connector pieces, inside their connector's row).
 TOTALS = ("· ", "sample() total", "timers/training_iteration", "timers/training_step")
-
-# Pong's raw rate is that of the vector env a runner steps (--num-envs-per-env-runner games, 32 by
-# default), in ale-py's C++ thread: a runner with fewer games steps fewer per call.
-RAW_VECTOR_NOTE = (
-    " (on Pong: the vector env of games one runner steps in one call, ale-py's C++ "
-    "preprocessing included)"
-)
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,7 +181,7 @@ def throughput_markdown(
         "",
         f"Raw env rate: {fmt_num(raw)} steps/s — the same wrapped env stepped with random "
         f"actions in one process for {args.raw_env_s:g} s, in this run, before the algorithms"
-        f"{RAW_VECTOR_NOTE if env == 'pong' else ''}. "
+        f"{_raw_env_note(env)}. "
         "Runner efficiency = sampled/s per runner (the local runner when there are 0) over that "
         "rate; it counts the policy's inference, connectors and transport against the runner.",
         "",
@@ -243,7 +244,7 @@ def profile_markdown(
         "driver's.",
         "",
         f"Raw env rate (same wrapped env, random actions, one process, {args.raw_env_s:g} s"
-        f"{RAW_VECTOR_NOTE if args.env == 'pong' else ''}): {fmt_num(raw)} steps/s.",
+        f"{_raw_env_note(args.env)}): {fmt_num(raw)} steps/s.",
         "",
         "## Summary",
         "",

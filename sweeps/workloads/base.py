@@ -1,0 +1,124 @@
+"""What the machinery asks of a workload: the ``Workload`` base class.
+
+A workload is one environment as the suite runs it: its command-line flags and their checks, its
+RLlib config fragment (``configure``), the targets it is judged against and by which return, the
+fields it adds to the run record, its dry-run lines, its raw env for the throughput benchmark,
+and what the report says about it. The runner, the parser, the benchmark, the dry run, the
+throughput benchmark, the callbacks and the analysis call these methods; none of them branches on
+an environment's name. The defaults here are the plain case (no flags, no targets, greedy
+evaluation judges); ``sweeps/workloads/cabs.py``, ``pong.py`` and ``gym.py`` override what differs,
+and a new workload is one more such file (``tests/toy_workload.py`` is one, in a test).
+
+Importing a workload module imports neither Ray nor torch: the analysis reads its report texts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import pandas as pd
+
+
+class Workload:
+    """One environment as the suite runs it. Subclasses override what differs."""
+
+    name: str = ""  # the sweep files' suffix (sweeps/<algo>_<name>.py) and the record's env
+    # Sweep defaults of --final-episodes (held-out greedy episodes at the end) and the
+    # benchmark's (greedy games each trial's final policy plays, when the sweep plays none).
+    final_episodes: int = 0
+    benchmark_final_episodes: int = 0
+    # Whether greedy evaluation (when on) judges trials; else the training return does.
+    greedy_judged: bool = True
+    # Whether a run always has targets (a run record without them is then a broken one).
+    has_targets: bool = False
+
+    def __repr__(self) -> str:
+        return f"<workload {self.name}>"
+
+    # --- the sweep: flags, checks, config ---------------------------------------------------
+
+    def sweep_module(self, algo: str) -> str:
+        """The module that runs ``algo`` on this workload (``python -m <module> <flags>``)."""
+        return f"sweeps.{algo}_{self.name}"
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None:
+        """The workload's own flags in a sweep's parser."""
+
+    def check(self, algo: str, args: argparse.Namespace) -> None:
+        """Check the parsed flags before Ray starts; a ValueError (one line) when they're bad."""
+
+    def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
+        """Env names to register with Ray Tune beyond the suite's own (``envs.register_envs``)."""
+        return ()
+
+    def configure(self, config: Any, args: argparse.Namespace, **options: Any) -> Any:
+        """The RLlib config fragment: env, env runners, model, evaluation, callbacks."""
+        raise NotImplementedError(f"{self.name}: no configure()")
+
+    # --- what a run is judged by, and records -----------------------------------------------
+
+    def targets(self, args: argparse.Namespace) -> list[float]:
+        """The returns whose time-to-reward the report shows (ascending; may be empty)."""
+        return []
+
+    def record_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+        """What the workload adds to the run record: env, variant, optimum, references."""
+        return {"env": self.name, "variant": None, "optimum": None, "references": None}
+
+    def optimum_of_env(self, env_id: Any, env_config: dict) -> float | None:
+        """The exact optimal expected return of an env this workload builds, if it has one (the
+        callbacks report each result's % of it)."""
+        return None
+
+    def dry_run_lines(self, args: argparse.Namespace) -> list[str]:
+        """What ``--dry-run`` says about the env (sweep and benchmark alike)."""
+        return []
+
+    # --- the benchmark ----------------------------------------------------------------------
+
+    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+        """Check the benchmark's workload flags (``--variant``, ``--env-config``, ``--target``)
+        and fill their defaults; a ValueError (one line) when they don't fit."""
+        for flag in ("variant", "env_config", "target"):
+            if getattr(args, flag, None) is not None:
+                name = "--" + flag.replace("_", "-")
+                raise ValueError(f"{name}: {args.env} takes no {name}")
+
+    def benchmark_stem(self, args: argparse.Namespace) -> str:
+        """The start of a benchmark's default folder name."""
+        return self.name
+
+    def sweep_flags(self, args: argparse.Namespace) -> list[str]:
+        """The flags that hand the benchmark's workload settings to a sweep."""
+        return []
+
+    # --- the throughput benchmark -----------------------------------------------------------
+
+    raw_env_note: str = ""  # how the raw env rate is measured, when it isn't one env
+
+    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+        """The env exactly as an env runner's factory builds it, for the raw env rate."""
+        raise NotImplementedError(f"{self.name}: no raw env for the throughput benchmark")
+
+    # --- the report -------------------------------------------------------------------------
+
+    def reference_rows(
+        self, runs: pd.DataFrame, episodes: int, seed: int
+    ) -> tuple[pd.DataFrame | None, str | None]:
+        """Reference policies' returns the report computes itself for this workload's rows of
+        ``runs`` (None, and a note saying why when it couldn't). Default: none; the random
+        policy a run measured is in its record (``record_fields``)."""
+        return None, None
+
+    def computes_references(self) -> bool:
+        """Whether ``reference_rows`` stands for the references in the run records."""
+        return False
+
+    def rules_note(self) -> list[str]:
+        """How the workload is played, stated in the report beside its figures."""
+        return []
+
+    def missed_note(self, runs: pd.DataFrame, reached_everywhere: bool) -> list[str]:
+        """What the report adds where the target was missed (or nothing could be compared)."""
+        return []

@@ -1,0 +1,111 @@
+"""What every workload's RLlib config shares, and the Atari model: ``common(config, args)``
+sets the env runners, learners, greedy evaluation, fault tolerance, seeding and the suite's
+callbacks on any algorithm's config (IMPALA and APPO also learn with bootstrapped V-trace targets
+and keep a local env for the gap while a runner restarts); ``atari_module`` and ``pong_model``
+are the CNN of the Atari workloads (``sweeps/workloads/pong.py`` and an ``ALE/...`` id in
+``sweeps/workloads/gym.py``). Each workload module adds its env (``Workload.configure``); a sweep
+file adds only its algorithm's training settings. Imported lazily: it imports RLlib.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
+from ray.rllib.algorithms.impala import IMPALAConfig
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from sweeps.harness.callbacks import SuiteCallbacks
+
+
+def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
+    """The settings every workload shares, from the sweep's flags."""
+    gpus = args.num_gpus_per_learner
+    return (
+        _local_fallback(_bootstrapped_vtrace(config))
+        .env_runners(
+            num_env_runners=args.num_env_runners,
+            num_envs_per_env_runner=args.num_envs_per_env_runner,
+        )
+        .learners(num_learners=args.num_learners, num_gpus_per_learner=gpus or 0)
+        .evaluation(
+            evaluation_interval=args.eval_interval or None,  # 0: greedy evaluation off
+            evaluation_duration=args.eval_episodes,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=0,
+            evaluation_config=AlgorithmConfig.overrides(explore=False, num_envs_per_env_runner=1),
+        )
+        .callbacks(SuiteCallbacks)
+        # An env runner that dies is restarted (a trial that fails is retried by Tune from its
+        # last checkpoint, --max-failures); RLlib's default 60 s delay would stall a short trial.
+        .fault_tolerance(
+            restart_failed_env_runners=True,
+            max_num_env_runner_restarts=10,
+            delay_between_env_runner_restarts_s=5.0,
+        )
+        .debugging(seed=args.seed, log_level="ERROR")
+        .reporting(metrics_num_episodes_for_smoothing=20)
+    )
+
+
+def _bootstrapped_vtrace(config: AlgorithmConfig) -> AlgorithmConfig:
+    """IMPALA and APPO (its subclass) learn with V-trace targets that keep the bootstrap value at
+    each fragment's end (``sweeps/algorithms/vtrace.py``: RLlib 2.60's loss cancels it)."""
+    if isinstance(config, IMPALAConfig):
+        from sweeps.algorithms.vtrace import bootstrapped_learner
+
+        config.learners(learner_class=bootstrapped_learner(config))
+    return config
+
+
+def _local_fallback(config: AlgorithmConfig) -> AlgorithmConfig:
+    """IMPALA and APPO (its subclass) sample on the local env runner while no remote one is
+    healthy, i.e. between a runner's death and its restart. That runner has no env unless asked
+    for one, and the trial then failed ("doesn't have an env! Can't call `sample()`"; found by
+    ``benchmarks/faults.py runners``). It gets one; it samples only in that gap."""
+    if isinstance(config, IMPALAConfig):
+        config.env_runners(create_env_on_local_worker=True)
+    return config
+
+
+def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None) -> Any:
+    """The env-to-module connector of an env whose observations are not a vector: RLlib's
+    ``FlattenObservations`` (Discrete -> one-hot, Dict/Tuple/MultiDiscrete and n-d Boxes
+    flattened into one vector). It rewrites the observations in the episodes, so the learners
+    and Ape-X's replay (which stores episodes) see the flat ones too. A module-level function:
+    the config is pickled to the env runners."""
+    from ray.rllib.connectors.env_to_module import FlattenObservations
+
+    return FlattenObservations()
+
+
+# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), a third of the
+# 64x64 net's inference cost and a sixth of its training cost on a CPU; the value function
+# shares the encoder.
+PONG_MODEL: dict[str, Any] = {
+    "conv_filters": [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]],
+    "conv_activation": "relu",
+    "head_fcnet_hiddens": [256],
+    "vf_share_layers": True,
+}
+
+
+def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
+    """The algorithm's default RLModule with ``model`` as its CNN, its padding computed without
+    copies (``sweeps/algorithms/fast_cnn.py``: the same network, the same outputs)."""
+    from sweeps.algorithms.fast_cnn import fused_module_class
+
+    return config.rl_module(
+        model_config=DefaultModelConfig(**model),
+        rl_module_spec=RLModuleSpec(module_class=fused_module_class(config)),
+    )
+
+
+def pong_model(dim: int) -> dict[str, Any]:
+    """The model config for ``dim x dim`` frames: ``PONG_MODEL`` at 42, else RLlib's four
+    stride-2 layers (its tuned 64x64 Pong net)."""
+    if dim == 42:
+        return dict(PONG_MODEL)
+    return {**PONG_MODEL, "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]]}
