@@ -151,3 +151,16 @@ def test_an_unreadable_record_is_one_value_error_naming_the_file(tmp_path, text,
     with pytest.raises(ValueError, match=words) as error:
         RunRecord.read(path)
     assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
+
+
+def test_a_resumed_record_notes_the_resume_and_keeps_the_rest(tmp_path):
+    from types import SimpleNamespace
+
+    from sweeps.harness.recovery import resumed_record
+
+    path = _write(tmp_path, {**V1_RECORD, "status": "interrupted", "workload_notes": "kept"})
+    record = resumed_record(str(path), SimpleNamespace(argv=["--resume", str(tmp_path)]))
+    assert (record.status, record.ended_at) == ("running", None)
+    assert [r["previous_status"] for r in record.resumes] == ["interrupted", "interrupted"]
+    assert record.resumes[-1]["argv"] == ["--resume", str(tmp_path)]
+    assert record.extra == {"workload_notes": "kept"} and record.args == V1_RECORD["args"]

@@ -236,17 +236,16 @@ def versions() -> dict[str, str]:
     return out
 
 
-def machine(plan: Plan) -> dict[str, Any]:
+def machine(plan: Plan) -> Machine:
     import platform
 
-    cpu_model = common.cpu_model()
-    return {
-        "cpus": plan.cpus,
-        "gpus": plan.gpus,
-        "cpu_model": cpu_model,
-        "platform": platform.platform(),
-        "load_at_start": load_average(),
-    }
+    return Machine(
+        cpus=plan.cpus,
+        gpus=plan.gpus,
+        cpu_model=common.cpu_model(),
+        platform=platform.platform(),
+        load_at_start=load_average(),
+    )
 
 
 def load_average() -> float | None:
