@@ -153,6 +153,30 @@ def test_an_unreadable_record_is_one_value_error_naming_the_file(tmp_path, text,
     assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
 
 
+def test_collect_reads_the_record_and_skips_one_of_the_wrong_type(tmp_path):
+    from analysis.collect import read_experiment
+
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for folder in (good, bad):
+        trial = folder / "DQN_1"
+        trial.mkdir(parents=True)
+        (trial / "params.json").write_text(json.dumps({"seed": 0, "lr": 0.0005}))
+        (trial / "result.json").write_text(json.dumps({"training_iteration": 1}) + "\n")
+    _write(good, V1_RECORD)
+    _write(bad, {**V1_RECORD, "targets": {"a": 1}})
+    skipped: list[str] = []
+    (row,) = read_experiment(good, skipped)
+    assert (row["sweep"], row["cpus"], row["load"], row["run_status"]) == (
+        "dqn_cabs",
+        2.0,
+        "0.5 -> 1.8",
+        "finished",
+    )
+    assert row["targets"] == "[1560.25, 2808.0]" and row["hp/lr"] == 0.0005
+    assert read_experiment(bad, skipped) == []
+    assert len(skipped) == 1 and "field 'targets' is dict" in skipped[0]
+
+
 def test_a_resumed_record_notes_the_resume_and_keeps_the_rest(tmp_path):
     from types import SimpleNamespace
 
