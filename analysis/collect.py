@@ -38,8 +38,9 @@ from sweeps.harness.common import (
     dotted,
     number,
 )
+from sweeps.harness.record import RECORD_FILE, Machine, RunRecord
 
-RUN_FILE = "run.json"
+RUN_FILE = RECORD_FILE
 PARAMS_FILE = "params.json"
 RESULT_FILE = "result.json"
 ERROR_FILE = "error.txt"
@@ -264,7 +265,7 @@ class _Experiment:
     """What one ``run.json`` says, reduced to what the table needs."""
 
     path: Path
-    info: dict[str, Any]
+    info: RunRecord
 
     @property
     def name(self) -> str:
@@ -272,13 +273,11 @@ class _Experiment:
 
     @property
     def stop(self) -> dict[str, Any]:
-        stop = self.info.get("stop")
-        return dict(stop) if isinstance(stop, Mapping) else {}
+        return dict(self.info.stop)
 
     @property
     def scheduler(self) -> dict[str, Any]:
-        scheduler = self.info.get("scheduler")
-        return dict(scheduler) if isinstance(scheduler, Mapping) else {}
+        return dict(self.info.scheduler)
 
     def budget_env_steps(self) -> float:
         """One trial's env-step budget: the smallest env-step stop criterion or ASHA max_t."""
@@ -294,8 +293,7 @@ class _Experiment:
 
     def configs_from(self) -> str:
         """The experiment (folder name) whose configurations this sweep re-ran, or ""."""
-        args = self.info.get("args")
-        source = args.get("configs_from") if isinstance(args, Mapping) else None
+        source = (self.info.args or {}).get("configs_from")
         return Path(str(source)).name if source else ""
 
     def reached_budget(self, last: Mapping[str, Any]) -> bool:
@@ -314,53 +312,50 @@ class _Experiment:
 
     def columns(self) -> dict[str, Any]:
         info = self.info
-        versions = info.get("versions") if isinstance(info.get("versions"), Mapping) else {}
-        machine = info.get("machine") if isinstance(info.get("machine"), Mapping) else {}
-        command = info.get("command")
-        if not command and isinstance(info.get("argv"), list):
-            command = shlex.join(str(a) for a in info["argv"])
-        targets = info.get("targets") if isinstance(info.get("targets"), list) else []
-        references = info.get("references") if isinstance(info.get("references"), Mapping) else {}
-        random = references.get("random") if isinstance(references.get("random"), Mapping) else {}
+        versions, machine = info.versions, info.machine
+        command = info.command
+        if not command and info.argv:
+            command = shlex.join(info.argv)
+        random = (info.references or {}).get("random") or {}
         return {
-            "sweep": info.get("sweep") or self.name,
-            "kind": info.get("kind") or "",
-            "algo": info.get("algo") or "",
-            "env": info.get("env") or "",
-            "variant": info.get("variant") or "",
+            "sweep": info.sweep or self.name,
+            "kind": info.kind or "",
+            "algo": info.algo or "",
+            "env": info.env or "",
+            "variant": info.variant or "",
             "experiment": self.name,
-            "metric": info.get("metric") or "",
-            "mode": info.get("mode") or "max",
+            "metric": info.metric or "",
+            "mode": info.mode or "max",
             "scheduler": self.scheduler.get("type") or "",
             "time_attr": self.scheduler.get("time_attr") or "",
             "max_t": number(self.scheduler.get("max_t")),
             "budget_env_steps": self.budget_env_steps(),
             "configs_from": self.configs_from(),
             "stop": json.dumps(self.stop, sort_keys=True),
-            "optimum": number(info.get("optimum")),
+            "optimum": number(info.optimum),
             "random_return": number(random.get("mean")),
             "random_episodes": number(random.get("episodes")),
-            "targets": json.dumps([number(t) for t in targets]),
+            "targets": json.dumps([number(t) for t in info.targets]),
             "command": command or "",
-            "git_commit": info.get("git_commit") or "",
-            "git_dirty": {True: "true", False: "false"}.get(info.get("git_dirty"), ""),
+            "git_commit": info.git_commit or "",
+            "git_dirty": {True: "true", False: "false"}.get(info.git_dirty, ""),
             "ray_version": versions.get("ray") or "",
             "torch_version": versions.get("torch") or "",
             "python_version": versions.get("python") or "",
-            "cpus": number(machine.get("cpus")),
-            "gpus": number(machine.get("gpus")),
-            "cpu_model": machine.get("cpu_model") or "",
-            "platform": machine.get("platform") or "",
+            "cpus": number(machine.cpus),
+            "gpus": number(machine.gpus),
+            "cpu_model": machine.cpu_model or "",
+            "platform": machine.platform or "",
             "load": _load(machine),
-            "started_at": info.get("started_at") or "",
-            "ended_at": info.get("ended_at") or "",
-            "run_status": info.get("status") or "",
+            "started_at": info.started_at or "",
+            "ended_at": info.ended_at or "",
+            "run_status": info.status or "",
         }
 
 
-def _load(machine: Mapping[str, Any]) -> str:
+def _load(machine: Machine) -> str:
     """``"1.1 -> 2.6"``: the 1-minute load average at a run's start and end, as recorded."""
-    ends = [machine.get("load_at_start"), machine.get("load_at_end")]
+    ends = [machine.load_at_start, machine.load_at_end]
     if all(v is None for v in ends):
         return ""
     return " -> ".join("?" if v is None else f"{float(v):.1f}" for v in ends)
@@ -502,13 +497,13 @@ def read_experiment(
     the trials with iterations reported twice to ``deduped`` and those whose clock went back
     at a restore (``repair_clock``) to ``repaired``."""
     try:
-        info = _read_object(exp_dir / RUN_FILE)
+        info = RunRecord.read(exp_dir / RUN_FILE)
     except (OSError, ValueError) as err:
         skipped.append(f"{exp_dir.name} (unreadable {RUN_FILE}: {err})")
         return []
     exp = _Experiment(exp_dir, info)
     experiment_cols = exp.columns()
-    hyperparameters = [h for h in info.get("hyperparameters") or [] if isinstance(h, str)]
+    hyperparameters = info.hyperparameters
     # "failed" means Tune ran to the end but some trial errored; "running" / "interrupted" mean
     # a trial below budget may simply not have got further.
     run_ended = experiment_cols["run_status"] in ("", "finished", "failed")

@@ -62,11 +62,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sweeps.harness.cli import add_gym_arguments, count, positive_float
 from sweeps.harness.cli import build_parser as sweep_parser
 from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable
+from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
@@ -296,7 +296,7 @@ class Run:
     module: str  # "sweeps.dqn_cabs": run as ``python -m <module> <flags>``
     folder: Path  # <storage path>/<name>/<name>-<algo>[-r<runners>]
     flags: tuple[str, ...]  # flag, value, flag, value, ...
-    reuse: dict[str, Any] | None = None  # the run record of an existing folder that stands for it
+    reuse: RunRecord | None = None  # the run record of an existing folder that stands for it
 
     @property
     def command(self) -> str:
@@ -342,14 +342,16 @@ def check_reuse(run: Run) -> Run:
     if not run.folder.exists():
         return run
     try:
-        record = json.loads((run.folder / "run.json").read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        record = RunRecord.read(run.folder / RECORD_FILE)
+    except OSError:
         record = None
-    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
-        raise UsageError(f"{run.folder} exists but holds no readable run record (run.json)")
-    if record.get("sweep") != run.sweep:
-        raise UsageError(f"{run.folder} holds a run of {record.get('sweep')}, not {run.sweep}")
-    status = record.get("status")
+    except ValueError as e:
+        raise UsageError(f"{run.folder} holds no readable run record: {e}") from None
+    if record is None or record.args is None:
+        raise UsageError(f"{run.folder} exists but holds no readable run record ({RECORD_FILE})")
+    if record.sweep != run.sweep:
+        raise UsageError(f"{run.folder} holds a run of {record.sweep}, not {run.sweep}")
+    status = record.status
     if status not in REUSABLE:
         raise UsageError(
             f"{run.folder} did not finish (status {status}); continue it with "
@@ -359,7 +361,7 @@ def check_reuse(run: Run) -> Run:
         dest = flag.removeprefix("--").replace("-", "_")
         if dest in ("storage_path", "name"):
             continue
-        recorded = record["args"].get(dest)
+        recorded = record.args.get(dest)
         if recorded != json.loads(json.dumps(expected[dest])):
             raise UsageError(
                 f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
@@ -375,7 +377,7 @@ def dry_run_lines(args: argparse.Namespace, runs: list[Run]) -> str:
     lines += args.workload.dry_run_lines(args)
     for k, run in enumerate(runs, start=1):
         how = (
-            f"reuses {run.folder} ({run.reuse['status']}, same arguments)"
+            f"reuses {run.folder} ({run.reuse.status}, same arguments)"
             if run.reuse is not None
             else "python -m " + " ".join([run.module, *map(_quoted, run.flags)])
         )
@@ -411,7 +413,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for k, run in enumerate(runs, start=1):
         step = f"[benchmark] ({k}/{len(runs)}) {run.folder.name}"
         if run.reuse is not None:
-            status = run.reuse["status"]
+            status = run.reuse.status
             print(f"{step}: reusing its results (same arguments, {status})", flush=True)
             folders.append(str(run.folder))
             if status != "finished":
@@ -421,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
         started = time.monotonic()
         rc = subprocess.call(cmd)
-        if (run.folder / "run.json").exists():
+        if (run.folder / RECORD_FILE).exists():
             folders.append(str(run.folder))
         if rc != 0:
             failures.append(f"{run.folder.name} (exit {rc})")

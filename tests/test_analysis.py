@@ -1000,11 +1000,11 @@ def test_help(capsys):
 
 def test_the_load_beside_a_run_is_reported_when_recorded() -> None:
     from analysis.collect import _load
-    from sweeps.harness.record import load_average
+    from sweeps.harness.record import Machine, load_average
 
-    assert _load({"load_at_start": 1.14, "load_at_end": 2.56}) == "1.1 -> 2.6"
-    assert _load({"load_at_start": 0.5}) == "0.5 -> ?"
-    assert _load({}) == ""
+    assert _load(Machine(load_at_start=1.14, load_at_end=2.56)) == "1.1 -> 2.6"
+    assert _load(Machine(load_at_start=0.5)) == "0.5 -> ?"
+    assert _load(Machine()) == ""
     assert load_average() is None or load_average() >= 0
 
 

@@ -96,12 +96,14 @@ def test_the_best_trial_of_a_run_without_target_is_printed(tmp_path, capsys):
     index the empty target list)."""
     from types import SimpleNamespace
 
+    from sweeps.harness.record import RunRecord
     from sweeps.harness.reporting import print_best
 
     best = SimpleNamespace(
         metrics={"suite": {"greedy_return": 1.0}}, path=str(tmp_path / "T_1"), config={"lr": 1e-3}
     )
-    print_best(best, {"targets": [], "hyperparameters": ["lr"]}, "suite/greedy_return")
+    record = RunRecord(targets=[], hyperparameters=["lr"])
+    print_best(best, record, "suite/greedy_return")
     out = capsys.readouterr().out
     assert "no reward target (no --target, no reward_threshold" in out and "lr=0.001" in out
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.faultlab.common import COUNTER_KEY, TARGET
+from sweeps.harness.record import RECORD_FILE, RunRecord
 
 
 def json_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -76,9 +77,10 @@ def _tune_trials(folder: Path) -> dict[str, str]:
     }
 
 
-def _study(record: dict[str, Any]) -> dict[str, Any] | None:
+def _study(record: RunRecord) -> dict[str, Any] | None:
     """The Optuna study of a sweep run with --optuna-storage: trials by state (None without)."""
-    url = (record.get("args") or {}).get("optuna_storage")
+    args = record.args or {}
+    url = args.get("optuna_storage")
     if not url:
         return None
     try:
@@ -87,9 +89,7 @@ def _study(record: dict[str, Any]) -> dict[str, Any] | None:
         from sweeps.harness import storage
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        study = optuna.load_study(
-            study_name=record["args"]["name"], storage=storage.optuna_storage(url)
-        )
+        study = optuna.load_study(study_name=args["name"], storage=storage.optuna_storage(url))
         states = Counter(t.state.name for t in study.trials)
         return {"loadable": True, "storage": url, "trials": dict(states)}
     except Exception as e:  # any failure to load is the finding
@@ -104,13 +104,13 @@ def check_sweep(folder: Path) -> dict[str, Any]:
 
     problems: list[str] = []
     try:
-        record = json.loads((folder / "run.json").read_text())
+        record = RunRecord.read(folder / RECORD_FILE)
     except (OSError, ValueError) as e:
-        return {"ok": False, "problems": [f"run.json unreadable: {e}"]}
-    args = record.get("args") or {}
+        return {"ok": False, "problems": [f"{RECORD_FILE} unreadable: {e}"]}
+    args = record.args or {}
     expected = args.get("benchmark_seeds") or args.get("num_samples")
-    if record.get("status") != "finished":
-        problems.append(f"run.json status {record.get('status')!r}, not 'finished'")
+    if record.status != "finished":
+        problems.append(f"{RECORD_FILE} status {record.status!r}, not 'finished'")
     try:
         tune_trials = _tune_trials(folder)
     except (OSError, ValueError, KeyError, IndexError) as e:
@@ -175,7 +175,7 @@ def check_sweep(folder: Path) -> dict[str, Any]:
     best = None
     if not table.empty and table["metric_value"].notna().any():
         row = table.loc[table["metric_value"].idxmax()]
-        best = {"trial_id": row["trial_id"], "metric": record.get("metric"),
+        best = {"trial_id": row["trial_id"], "metric": record.metric,
                 "value": float(row["metric_value"])}  # fmt: skip
     else:
         problems.append("no best trial (no metric reported)")
@@ -207,7 +207,7 @@ def check_sweep(folder: Path) -> dict[str, Any]:
         "best": best,
         "study": study,
         "tune_retries": len([f for f in failures if f.get("retried")]),
-        "resumes": len(record.get("resumes") or []),
+        "resumes": len(record.resumes or []),
         "env_runner_restarts": sum(t["env_runner_restarts"] for t in trials.values()),
         "replay_shard_restarts": sum(t["replay_shard_restarts"] for t in trials.values()),
         "replay_requests_lost": sum(t["replay_requests_lost"] for t in trials.values()),

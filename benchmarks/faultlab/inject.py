@@ -16,12 +16,13 @@ from typing import Any
 from benchmarks.faultlab.checks import json_lines, read_lines
 from benchmarks.faultlab.common import KILL_BEFORE_SHARE, SIGNALS
 from benchmarks.faultlab.procs import SweepProcesses, send_fault, start_sweep
+from sweeps.harness.record import RECORD_FILE, RunRecord
 
 
 def _status(folder: Path) -> str | None:
     """The run record's status ("running", "interrupted", "finished", "failed"), if readable."""
     try:
-        return json.loads((folder / "run.json").read_text()).get("status")
+        return RunRecord.read(folder / RECORD_FILE).status
     except (OSError, ValueError):
         return None
 

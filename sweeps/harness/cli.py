@@ -18,6 +18,7 @@ from typing import Any
 
 from sweeps.harness import storage
 from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable, error_line
+from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.sweep import Sweep
 
 # Flags whose values a sweep may override; every sweep shares this parser.
@@ -480,7 +481,7 @@ def _check_storage(storage_path: str, name: str) -> None:
             raise UsageError(f"{flag} cannot be written: {e}") from None
 
 
-def read_resumable(sweep_name: str, path: str) -> tuple[str, dict[str, Any]]:
+def read_resumable(sweep_name: str, path: str) -> tuple[str, RunRecord]:
     """The sweep folder ``path`` (a local path, resolved, or a storage URI) and its run record,
     or a UsageError saying why it cannot be resumed by ``sweep_name``: not a folder, no
     (readable) run.json, another sweep's folder, no Tune experiment state, already finished, or
@@ -497,15 +498,17 @@ def read_resumable(sweep_name: str, path: str) -> tuple[str, dict[str, Any]]:
         raise UsageError(f"--resume {path}: no such folder")
     if kind == "file":
         raise UsageError(f"--resume {path}: not a folder (expected a sweep folder)")
-    if "run.json" not in names:
-        raise UsageError(f"--resume {path}: not a sweep folder (no run.json)")
+    if RECORD_FILE not in names:
+        raise UsageError(f"--resume {path}: not a sweep folder (no {RECORD_FILE})")
     try:
-        record = json.loads(storage.read_text(storage.join(experiment, "run.json")))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        raise UsageError(f"--resume {path}: run.json cannot be read") from None
-    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
-        raise UsageError(f"--resume {path}: run.json holds no recorded arguments")
-    other = record.get("sweep")
+        record = RunRecord.read(storage.join(experiment, RECORD_FILE))
+    except OSError:
+        raise UsageError(f"--resume {path}: {RECORD_FILE} cannot be read") from None
+    except ValueError as e:
+        raise UsageError(f"--resume {path}: {e}") from None
+    if record.args is None:
+        raise UsageError(f"--resume {path}: {RECORD_FILE} holds no recorded arguments")
+    other = record.sweep
     if other != sweep_name:
         raise UsageError(
             f"--resume {path}: this folder belongs to sweep {other!r}; continue it with "
@@ -517,7 +520,7 @@ def read_resumable(sweep_name: str, path: str) -> tuple[str, dict[str, Any]]:
         raise UsageError(
             f"--resume {path}: no Tune experiment state (the sweep never started); start it anew"
         )
-    if record.get("status") == "finished":
+    if record.status == "finished":
         raise UsageError(f"--resume {path}: the sweep already finished; nothing to resume")
     local = storage.local_path(experiment)
     if local is not None and not os.access(local, os.W_OK | os.X_OK):
@@ -542,7 +545,7 @@ def _resume_args(
         parser.error(str(e))
     # Defaults first (flags added since the record was written), then the recorded values; the
     # runtime flags come from this command line.
-    merged = {**vars(parser.parse_args([])), **record["args"]}
+    merged = {**vars(parser.parse_args([])), **(record.args or {})}
     merged.update({k: getattr(args, k) for k in RESUME_RUNTIME_FLAGS})
     parent, name = storage.split(experiment)
     merged.update(

@@ -22,7 +22,7 @@ from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from sweeps.harness import storage
 from sweeps.harness.common import error_line
-from sweeps.harness.record import git_commit, git_dirty
+from sweeps.harness.record import RunRecord, git_commit, git_dirty
 
 # Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles
 # the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.
@@ -120,18 +120,18 @@ def read_failures(experiment: str) -> list[dict[str, Any]]:
     return out
 
 
-def resumed_record(record_path: str, args) -> dict[str, Any]:
-    record = json.loads(storage.read_text(record_path))  # checked readable by the CLI
-    record.setdefault("resumes", []).append(
-        {
-            "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "argv": args.argv,
-            "previous_status": record.get("status"),
-            "git_commit": git_commit(),
-            "git_dirty": git_dirty(),
-        }
-    )
-    record.update(status="running", ended_at=None)
+def resumed_record(record_path: str, args) -> RunRecord:
+    """The run record of a sweep being resumed: this resume appended, running again."""
+    record = RunRecord.read(record_path)  # checked readable by the CLI
+    resume = {
+        "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "argv": args.argv,
+        "previous_status": record.status,
+        "git_commit": git_commit(),
+        "git_dirty": git_dirty(),
+    }
+    record.resumes = [*(record.resumes or []), resume]
+    record.status, record.ended_at = "running", None
     return record
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.harness.common import UsageError
+from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.space import search_space_description
 from sweeps.harness.sweep import Sweep
 
@@ -71,12 +72,17 @@ def source_points(sweep: Sweep, args: argparse.Namespace) -> list[dict[str, Any]
     config flags, or a trial's draws cannot be read."""
     source = Path(args.configs_from).expanduser()
     where = f"--configs-from {args.configs_from}"
-    record = _read(source / "run.json") if source.is_dir() else None
-    if not isinstance(record, dict) or not isinstance(record.get("args"), dict):
-        raise UsageError(f"{where}: not a sweep folder (no readable run.json)")
-    if record.get("sweep") != sweep.name or record.get("kind") != "sweep":
-        raise UsageError(f"{where}: a {record.get('kind')} of {record.get('sweep')!r}, not a sweep")
-    recorded = record["args"]
+    try:
+        record = RunRecord.read(source / RECORD_FILE) if source.is_dir() else None
+    except OSError:
+        record = None
+    except ValueError as e:
+        raise UsageError(f"{where}: {e}") from None
+    if record is None or record.args is None:
+        raise UsageError(f"{where}: not a sweep folder (no readable {RECORD_FILE})")
+    if record.sweep != sweep.name or record.kind != "sweep":
+        raise UsageError(f"{where}: a {record.kind} of {record.sweep!r}, not a sweep")
+    recorded = record.args
     differ = [f for f in SAME_FLAGS if f in recorded and recorded[f] != getattr(args, f, None)]
     if differ:
         flags = ", ".join(f"--{f.replace('_', '-')} {recorded[f]}" for f in differ)

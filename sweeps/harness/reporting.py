@@ -15,7 +15,7 @@ import math
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
@@ -24,6 +24,9 @@ from ray.tune.utils import flatten_dict
 
 from sweeps.harness import keys
 from sweeps.harness.common import dotted, number, readable
+
+if TYPE_CHECKING:
+    from sweeps.harness.record import RunRecord
 
 # At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
 # the ones a reader decides by (``leading_columns``); these follow them.
@@ -402,7 +405,7 @@ def best_trial(results: Any, judged: keys.Key) -> Any:
     return None
 
 
-def print_best(best: Any, record: dict[str, Any], judged_column: str, held_out: Any = None) -> None:
+def print_best(best: Any, record: RunRecord, judged_column: str, held_out: Any = None) -> None:
     """The best trial; ``held_out`` (``sweeps.harness.final.Evaluated``): it was picked by its
     held-out figure, printed first."""
     m = best.metrics
@@ -419,18 +422,18 @@ def print_best(best: Any, record: dict[str, Any], judged_column: str, held_out: 
         f"{_f(keys.get(m, keys.GREEDY_RETURN))}, env steps {_f(keys.get(m, keys.ENV_STEPS), 0)}"
         f", training time {_f(keys.get(m, keys.TRAIN_TIME_S))} s"
     )
-    if record["targets"]:
-        print(f"[sweep]   {_time_to_target(best, judged_column, record['targets'][0])}")
+    if record.targets:
+        print(f"[sweep]   {_time_to_target(best, judged_column, record.targets[0])}")
     else:  # an env without a reward_threshold, run without --target
         print("[sweep]   no reward target (no --target, no reward_threshold in the env's spec)")
     pct = keys.get(m, keys.PCT_OF_OPTIMUM)
     if pct is not None:
-        optimum = record["optimum"]
+        optimum = record.optimum
         print(
             f"[sweep]   last periodic greedy return = {_f(pct)}% of the exact optimum "
             f"({optimum:.1f})"
         )
-    hp = {h: dotted(best.config, h) for h in record["hyperparameters"]}
+    hp = {h: dotted(best.config, h) for h in record.hyperparameters}
     print("[sweep]   hyperparameters: " + ", ".join(f"{k}={_short(v)}" for k, v in hp.items()))
 
 

@@ -24,19 +24,18 @@ from sweeps.harness.dry_run import dry_run_lines
 from sweeps.harness.placement import Plan, make_plan
 from sweeps.harness.placement import configure as configure_placement
 from sweeps.harness.record import (
+    RECORD_FILE,
+    RunRecord,
     git_commit,
     git_dirty,
     load_average,
     machine,
     versions,
-    write_record,
 )
 from sweeps.harness.replay import source_points
 from sweeps.harness.space import hyperparameters, search_space_description
 from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
-
-RECORD_FILE = "run.json"
 
 
 def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
@@ -152,7 +151,7 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
 
 def search(
     sweep: Sweep, args: argparse.Namespace, config: Any, placement: Plan
-) -> tuple[Any, dict[str, Any]]:
+) -> tuple[Any, RunRecord]:
     """The Tuner (a resumed sweep: the one restored from its folder) and the run record,
     written to the sweep folder. Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or
     FIFO); benchmark mode: the tuned defaults once per seed, FIFO."""
@@ -184,7 +183,7 @@ def search(
             msg = error_line(f"{type(e).__name__}: {e}")
             raise UsageError(f"cannot restore {experiment}: {msg}") from None
         record = recovery.resumed_record(record_path, args)
-        write_record(record_path, record)
+        record.write(record_path)
         return tuner, record
 
     if args.benchmark_seeds:
@@ -211,8 +210,8 @@ def search(
         scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, scheduler_info)
-    record["first_trial"] = first_trial  # the tuned defaults as search parameters
-    write_record(record_path, record)
+    record.first_trial = first_trial  # the tuned defaults as search parameters
+    record.write(record_path)
 
     from sweeps.harness.reporting import (
         HParamsLoggerCallback,
@@ -246,7 +245,7 @@ def search(
                     metric=_judged_by(sweep, args),
                     target=stop_reward
                     if stop_reward is not None
-                    else max(record["targets"], default=None),
+                    else max(record.targets, default=None),
                 ),
                 ProgressCallback(
                     interval_s=args.progress_interval_s,
@@ -303,27 +302,27 @@ def fit(tuner: Any) -> Any:
         signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
 
 
-def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict[str, Any]) -> int:
+def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunRecord) -> int:
     """Close the run record (status, failures, end time), print the best trial, the failures
     and errors, and return the exit code."""
     experiment = _experiment_dir(args)
     interrupted = recovery.INTERRUPTED.is_set()
     errors = [] if results is None else [r for r in results if r.error is not None]
     failures = recovery.read_failures(experiment)
-    record["failures"] = failures
-    record["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    record.setdefault("machine", {})["load_at_end"] = load_average()
+    record.failures = failures
+    record.ended_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    record.machine.load_at_end = load_average()
     if interrupted or results is None:
-        record["status"] = "interrupted"
+        record.status = "interrupted"
     else:
-        record["status"] = "failed" if errors else "finished"
+        record.status = "failed" if errors else "finished"
         try:
             stale = recovery.close_stale_study_trials(args.optuna_storage, args.name)
         except Exception as e:  # a database that stopped answering: say so, finish anyway
             stale = 0
             print(f"[sweep] Optuna study not checked for stale trials: {error_line(str(e))}")
         if stale:
-            record["optuna_stale_trials_failed"] = stale
+            record.optuna_stale_trials_failed = stale
             print(f"[sweep] Optuna: {stale} trial(s) left RUNNING by a killed driver marked FAIL")
     judged = _judged_by(sweep, args)
     from sweeps.harness.reporting import best_trial, print_best
@@ -338,10 +337,10 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
         held_out = final.evaluate_best(
             results, judged, args.final_episodes, HELD_OUT_SEED, bool(args.benchmark_seeds)
         )
-        record["held_out"] = held_out.summary()
+        record.held_out = held_out.summary()
         if held_out.best is not None:
             best = held_out.best.result
-    write_record(storage.join(experiment, RECORD_FILE), record)
+    record.write(storage.join(experiment, RECORD_FILE))
 
     print()
     if results is None or len(results) == 0:
@@ -356,7 +355,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: dict
     if held_out is not None:
         from sweeps.harness.final import lines
 
-        print("\n".join(f"[sweep] {line}" for line in lines(held_out, record["optimum"])))
+        print("\n".join(f"[sweep] {line}" for line in lines(held_out, record.optimum)))
     if best is not None:
         print_best(best, record, keys.flat(judged), held_out.best if held_out else None)
     for f in failures:
@@ -462,51 +461,51 @@ def _new_record(
     placement: Plan,
     stop: dict[str, float | None],
     scheduler_info: dict[str, Any],
-) -> dict[str, Any]:
+) -> RunRecord:
     """The run record of a new sweep (``run.json``): how to reproduce it; analysis reads it."""
     # The workload's env, variant, optimum and references (a generic env's random policy is
     # measured here, in the run, and the report reads it from this record).
     fields = sweep.workload.record_fields(args)
-    return {
-        "sweep": sweep.name,
-        "algo": sweep.algo,
-        "env": fields["env"],
-        "variant": fields["variant"],
-        "env_id": config.env,
-        "kind": "benchmark" if args.benchmark_seeds else "sweep",
+    return RunRecord(
+        sweep=sweep.name,
+        algo=sweep.algo,
+        env=fields["env"],
+        variant=fields["variant"],
+        env_id=config.env,
+        kind="benchmark" if args.benchmark_seeds else "sweep",
         # A database password in --optuna-storage is not kept (the searcher holds the URL).
-        "command": storage.without_password(
+        command=storage.without_password(
             " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv])
         ),
-        "argv": [storage.without_password(a) for a in args.argv],
-        "args": {
+        argv=[storage.without_password(a) for a in args.argv],
+        args={
             k: storage.without_password(v) if isinstance(v, str) else v
             for k, v in vars(args).items()
             if k != "argv"
         },
-        "hyperparameters": hyperparameters(sweep.sample_params),
-        "search_space": search_space_description(sweep.sample_params),
-        "base_config": config.to_dict(),
-        "metric": keys.flat(_judged_by(sweep, args)),
-        "mode": "max",
-        "stop": stop,
-        "scheduler": scheduler_info,
-        "optimum": fields["optimum"],
-        "references": fields["references"],
-        "targets": _targets(sweep, args),
-        "git_commit": git_commit(),
-        "git_dirty": git_dirty(),
-        "versions": versions(),
-        "machine": machine(placement),
-        "plan": {
+        hyperparameters=hyperparameters(sweep.sample_params),
+        search_space=search_space_description(sweep.sample_params),
+        base_config=config.to_dict(),
+        metric=keys.flat(_judged_by(sweep, args)),
+        mode="max",
+        stop=stop,
+        scheduler=scheduler_info,
+        optimum=fields["optimum"],
+        references=fields["references"],
+        targets=_targets(sweep, args),
+        git_commit=git_commit(),
+        git_dirty=git_dirty(),
+        versions=versions(),
+        machine=machine(placement),
+        plan={
             "bundles": placement.bundles,
             "strategy": placement.strategy,
             "concurrent": placement.concurrent,
         },
-        "started_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "ended_at": None,
-        "status": "running",
-    }
+        started_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        ended_at=None,
+        status="running",
+    )
 
 
 def _trial_name(trial: Any) -> str:
