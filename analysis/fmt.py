@@ -109,16 +109,5 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join([line(header), line(["---"] * len(header)), *map(line, rows)])
 
 
-def parse_markdown_table(text: str) -> list[dict[str, str]]:
-    """The rows of a table written by :func:`markdown_table` (header -> cell)."""
-    lines = [line for line in text.strip().splitlines() if line.startswith("|")]
-
-    def cells(line: str) -> list[str]:
-        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-
-    header = cells(lines[0])
-    return [dict(zip(header, cells(line), strict=True)) for line in lines[2:]]
-
-
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"

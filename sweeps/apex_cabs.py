@@ -30,8 +30,8 @@ Why these settings
   and settles (``benchmarks/apex_cabs_bench.py --held-out 100``). On the request variant the
   decay is what takes the policy past 97% of the optimum.
 * **The budget goes to more, longer trials**: 24 trials of up to 60k env steps on the base
-  variant (12 of up to 150k on the request variant, where learning is slower), rather than
-  10 of 40k that ended in a few minutes of the 15. ASHA's clock is env steps sampled, as the
+  variant (12 of up to 150k on the request variant, where learning is slower), so that the
+  15 minutes go to trials long enough to settle. ASHA's clock is env steps sampled, as the
   budget is (not iterations, whose env steps vary with the envs per actor, nor wall-clock,
   which on a shared machine prunes by load); reduction factor 3; the first rung at 5k env
   steps (15k on the request variant), past the 1k-step warm-up, where a configuration that
@@ -98,9 +98,8 @@ def make_config(args: argparse.Namespace):
     config = cabs_config(ApexDQNConfig())
     config.training(**dqn_family.EXTENSIONS, epsilon=0.4, lr=lr_schedule(3e-3, BUDGET["base"]))
     if args.variant == "requests":
-        # γ from dqn_family.cabs. lr 1e-3 as before on this variant; the base variant's replay
-        # ratio 8 (4 was slower to 97% of the optimum on seeds 0 and 1 in
-        # benchmarks/apex_cabs_bench.py --env CabsRequests-v0 --set training_intensity=4).
+        # γ from dqn_family.cabs, a lower lr over the longer budget, the base variant's replay
+        # ratio 8 (probes: benchmarks/apex_cabs_bench.py --env CabsRequests-v0).
         config.training(lr=lr_schedule(1e-3, BUDGET["requests"]))
     return dqn_family.cabs(config, args)
 

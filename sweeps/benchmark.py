@@ -95,18 +95,6 @@ def _algo_list(text: str) -> list[str]:
     return list(dict.fromkeys(algos))
 
 
-class _Renamed(argparse.Action):
-    """An old spelling of a flag: stores into the new flag's destination with a warning."""
-
-    def __init__(self, option_strings, dest, *, new: str, **kwargs) -> None:
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-        self.new = new
-
-    def __call__(self, parser, namespace, values, option_string=None) -> None:
-        print(f"{parser.prog}: warning: {option_string} is now {self.new}", file=sys.stderr)
-        setattr(namespace, self.dest, values)
-
-
 class _Refused(argparse.Action):
     """A flag that means something else here: refused with one line saying what to use."""
 
@@ -156,9 +144,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="seeds per configuration: --seed, --seed+1, ... (default: %(default)s)",
     )
     p.add_argument(
-        "--seeds", dest="benchmark_seeds", type=count(1), action=_Renamed, new="--benchmark-seeds"
-    )
-    p.add_argument(
         "--num-env-runners",
         type=_int_list,
         default=None,
@@ -203,7 +188,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="benchmark folder name (default: <env>-<variant>-<date>-<time>); an existing one's "
         "run folders are reused when their recorded arguments match",
     )
-    p.add_argument("--tag", dest="name", action=_Renamed, new="--name")
     p.add_argument(
         "--out",
         default=None,

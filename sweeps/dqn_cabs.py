@@ -33,9 +33,8 @@ from sweeps.workloads.cabs import CABS
 
 # Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small replay, fast
 # target updates, Rainbow's extensions (sweeps/dqn_family.py: n-step 3, double Q, dueling), γ = 0.95
-# at lr 3e-3 with a squared TD loss, ε annealed to 0.1 over 5k steps. γ = 0.99 at lr 1e-3 with the
-# Huber loss and ε down to 0.02 left 3 of 5 seeds stuck below a greedy 2,500
-# (``benchmarks/apex_cabs_bench.py --algo dqn``).
+# at lr 3e-3 with a squared TD loss, ε annealed to 0.1 over 5k steps (a longer horizon, the Huber
+# loss and a lower ε left seeds stuck: ``benchmarks/apex_cabs_bench.py --algo dqn``).
 TUNED: dict[str, Any] = {
     **dqn_family.EXTENSIONS,
     "lr": 3e-3,

@@ -17,8 +17,8 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
 
-# Block up to 50 ms for a sample instead of busy-spinning the driver (RLlib's default 0 made it
-# call training_step ~11,000 times per iteration, stealing the runner's core).
+# Block up to 50 ms for a sample instead of busy-spinning the driver (with RLlib's default 0 it
+# calls training_step over and over while it waits, stealing the runner's core).
 SAMPLER_TIMEOUT_S = 0.05
 
 # ------------------------------------------------------------------------------------------------

@@ -30,6 +30,17 @@ NAN = math.nan
 # --- Fixture writer ---------------------------------------------------------------------------
 
 
+def parse_markdown_table(text: str) -> list[dict[str, str]]:
+    """The rows of a table written by ``analysis.fmt.markdown_table`` (header -> cell)."""
+    lines = [line for line in text.strip().splitlines() if line.startswith("|")]
+
+    def cells(line: str) -> list[str]:
+        return [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+
+    header = cells(lines[0])
+    return [dict(zip(header, cells(line), strict=True)) for line in lines[2:]]
+
+
 def _put(result: dict[str, Any], key: keys.Key, value: Any) -> None:
     node = result
     for part in key[:-1]:
@@ -743,7 +754,7 @@ def _section(text: str, heading: str) -> str:
 def _table(text: str) -> list[dict[str, str]]:
     """The first Markdown table in ``text``."""
     block = re.search(r"((?:^\|.*\|\n)+)", text, re.M)
-    return fmt.parse_markdown_table(block.group(1)) if block else []
+    return parse_markdown_table(block.group(1)) if block else []
 
 
 def test_report_contents_and_rerun_is_identical_but_for_the_date(suite_dir, tmp_path, capsys):

@@ -133,19 +133,6 @@ def test_same_arguments_reuse_the_runs_and_failures_stay_failures(calls, tmp_pat
     assert "failed configurations: bench-appo (failed, reused)" in captured.err
 
 
-def test_deprecated_spellings(calls, tmp_path, capsys):
-    """--seeds and --tag still work (with a warning); --time-budget-s means a sweep's wall-clock
-    everywhere, so here it is refused with the name to use."""
-    storage = tmp_path / "runs"
-    argv = ["--algos", "dqn", "--storage-path", str(storage), "--out", str(tmp_path / "out")]
-    assert benchmark.main([*argv, "--seeds", "2", "--tag", "old"]) == 0
-    (run, _report) = calls
-    assert _flag(run, "--benchmark-seeds") == "2"
-    assert _folder(run) == storage / "old" / "old-dqn"
-    err = capsys.readouterr().err
-    assert "--seeds is now --benchmark-seeds" in err and "--tag is now --name" in err
-
-
 def test_help_shows_how_to_run_and_each_default_once(capsys):
     with pytest.raises(SystemExit) as exit_info:
         benchmark.main(["--help"])

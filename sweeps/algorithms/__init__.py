@@ -2,7 +2,7 @@
 
 * :mod:`sweeps.algorithms.apex`: Ape-X DQN, one module per concern (``ApexDQNConfig`` /
   ``ApexDQN``; call ``sweeps.algorithms.apex.register()`` to make ``"ApexDQN"`` a Tune trainable
-  name). ``sweeps.algorithms.apex_dqn`` is its former import path, kept as a re-export.
+  name).
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
 * :mod:`sweeps.algorithms.masking`: the action-masked IMPALA / APPO RLModules for the same env.

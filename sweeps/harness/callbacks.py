@@ -45,9 +45,8 @@ def _one_torch_thread_per_cpu(config: Any) -> None:
     """Size torch's intra-op threads to the CPUs the driver (and a local learner) was given.
 
     Torch takes every core by default; on a small machine a learner with two threads fights the
-    env runner for its core (on 2 cores, Pong's APPO/IMPALA learner with one thread trains ~1.3x
-    as many steps/s). Remote learners and env runners are Ray actors, which Ray already gives one
-    OpenMP thread per CPU."""
+    env runner for its core, and trains fewer steps/s than with one. Remote learners and env
+    runners are Ray actors, which Ray already gives one OpenMP thread per CPU."""
     import torch
 
     torch.set_num_threads(max(1, int(config.num_cpus_for_main_process)))
@@ -85,7 +84,7 @@ class SuiteCallbacks(RLlibCallback):
 
     def on_checkpoint_loaded(self, *, algorithm, **kwargs) -> None:
         """The clocks came back with the MetricsLogger (a checkpoint written before they were
-        saved has none: they then start again, as they used to); restoring is not training."""
+        saved has none: they then start again from 0); restoring is not training."""
         self._mark = time.perf_counter()
         self._eval_time_s = 0.0
 

@@ -75,11 +75,6 @@ def filesystem(location: str) -> tuple[Any, str]:
         raise UsageError(error_line(f"{type(e).__name__}: {e}")) from None
 
 
-def is_local(location: str) -> bool:
-    """Whether ``location`` is on this machine's file system (a path or a ``file://`` URI)."""
-    return local_path(location) is not None
-
-
 def local_path(location: str) -> Path | None:
     """The local path of ``location`` (a path, or a ``file://`` URI); None for remote storage."""
     if not is_uri(location):

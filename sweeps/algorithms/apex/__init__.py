@@ -11,8 +11,6 @@ One module per concern, each readable top to bottom:
 * ``algorithm.py``: ``ApexDQN``, the driver's training loop, and ``register``.
 * ``metrics.py``: what the driver reports under ``result["apex"]`` (a mixin of ``ApexDQN``).
 
-``sweeps.algorithms.apex_dqn`` re-exports these names (the import path before the split).
-
 Usage
 -----
     from sweeps.algorithms.apex import ApexDQNConfig, cabs_config, register

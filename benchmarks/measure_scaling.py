@@ -1,9 +1,9 @@
 """Measure the two rates behind ``docs/scaling.md``: one env runner's sampling rate and one
 learner's update rate, each alone on one core, for the DQN and IMPALA cab sweeps' tuned defaults.
 
-    python docs/measure_scaling.py                      # ~2 minutes; prints a table and JSON
-    python docs/measure_scaling.py --seconds 30 --json /tmp/scaling.json
-    python docs/measure_scaling.py --num-gpus-per-learner 1   # learner on a CUDA GPU, if any
+    python benchmarks/measure_scaling.py                      # ~2 minutes; prints a table and JSON
+    python benchmarks/measure_scaling.py --seconds 30 --json /tmp/scaling.json
+    python benchmarks/measure_scaling.py --num-gpus-per-learner 1   # learner on a CUDA GPU, if any
 
 * **raw env**: ``envs.bench``: the cab env stepped with random actions, no RLlib (the ceiling).
 * **env runner**: RLlib's ``SingleAgentEnvRunner`` built from the sweep's config (its RLModule,
