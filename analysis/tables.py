@@ -103,7 +103,7 @@ def rank_trials(trials: pd.DataFrame) -> pd.DataFrame:
 
 def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
     """Per sweep experiment, its best trial: the highest held-out mean (``final_eval_return``,
-    the sweep's own pick, ``sweeps/harness/final.py``) where trials have one, else
+    the sweep's own pick, ``sweeps/harness/held_out_pick.py``) where trials have one, else
     :func:`rank_trials`; sweeps where no trial has a finite final metric have none."""
     best = []
     for _, g in trials[trials["kind"] == "sweep"].groupby("experiment", sort=True):

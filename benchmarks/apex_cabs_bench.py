@@ -159,11 +159,11 @@ def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:
 
 
 def _held_out(algo: Any, args: argparse.Namespace, last: dict[str, Any]) -> dict[str, Any]:
-    """The sweep's end-of-run figure (``sweeps.harness.greedy``) of the learner's current
+    """The sweep's end-of-run figure (``sweeps.harness.held_out_eval``) of the learner's current
     network: % of the optimum over ``--held-out`` fixed episodes, the optimal policy on the same
     ones."""
     from sweeps.harness.common import HELD_OUT_SEED
-    from sweeps.harness.greedy import evaluate_module
+    from sweeps.harness.held_out_eval import evaluate_module
 
     record = evaluate_module(learner_module(algo), args.env, {}, args.held_out, HELD_OUT_SEED)
     last["held_out_pct"] = round(record["pct_of_optimum"], 2)

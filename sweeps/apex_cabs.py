@@ -39,7 +39,7 @@ Why these settings
   at 5k, 15k and 45k (15k, 45k, 135k). The tuned defaults are the first trial (trials run one
   at a time), so they always run to the end.
 * **The final figure is held out**: the best trial and the runners-up within noise of it are
-  re-evaluated on 100 fixed episodes (``--final-episodes``, ``sweeps/harness/final.py``) and
+  re-evaluated on 100 fixed episodes (``--final-episodes``, ``sweeps/harness/held_out_pick.py``) and
   the best trial is picked by that, not by the highest periodic 5-episode figure (the
   winner's curse).
 * **What limits the base variant**: its observation has no clock of the month, so the greedy

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from sweeps.harness.cli import count
 from sweeps.harness.common import HELD_OUT_SEED, OneLineErrorParser, UsageError
-from sweeps.harness.greedy import describe, evaluate_trial
+from sweeps.harness.held_out_eval import describe, evaluate_trial
 
 
 def trial_dirs(folders: Sequence[Path]) -> list[Path]:

@@ -131,7 +131,7 @@ def test_configs_from_runs_the_source_sweeps_configurations_in_order(tmp_path):
     """--configs-from: one trial per source trial, the searcher suggesting exactly its draws
     (and so its config values), in the source's trial order."""
     from sweeps.harness.cli import parse_args
-    from sweeps.harness.replay import source_points
+    from sweeps.harness.configs_from import source_points
     from sweeps.harness.runner import make_searcher
 
     sweep = _sweep("apex_cabs")

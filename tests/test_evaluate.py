@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sweeps import evaluate
-from sweeps.harness import greedy
+from sweeps.harness import held_out_eval as greedy
 from sweeps.harness.common import EVALUATION_FILE
 
 

@@ -1,7 +1,7 @@
-"""The held-out final figure (``sweeps.evaluate``, ``sweeps/harness/final.py``): deterministic for
-a given checkpoint and episode set, measured against the reference policies on the same
-episodes, and the sweep's best trial picked by it rather than by the noisy periodic figure.
-No training: a checkpoint is a freshly built cab Q-network saved as a trial's would be."""
+"""The held-out final figure (``sweeps.evaluate``, ``sweeps/harness/held_out_pick.py``):
+deterministic for a given checkpoint and episode set, measured against the reference policies on the
+same episodes, and the sweep's best trial picked by it rather than by the noisy periodic figure. No
+training: a checkpoint is a freshly built cab Q-network saved as a trial's would be."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from sweeps.harness import final, greedy, keys
+from sweeps.harness import held_out_eval as greedy
+from sweeps.harness import held_out_pick as final
+from sweeps.harness import keys
 from sweeps.harness.common import EVALUATION_FILE, HELD_OUT_SEED
 
 

@@ -311,7 +311,7 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     )
 
     sweep.workload.add_arguments(p)  # --variant (cabs), --env / --env-config / --target (gym)
-    # Held-out episodes at the end (sweeps/harness/final.py): a second or two per cab trial;
+    # Held-out episodes at the end (sweeps/harness/held_out_pick.py): a second or two per cab trial;
     # on Pong a greedy game takes seconds to minutes, so it is asked for there.
     final_episodes = {"final_episodes": sweep.workload.final_episodes}
     p.set_defaults(**{**SHARED_DEFAULTS, **final_episodes, **sweep.defaults})
@@ -430,7 +430,7 @@ def _configs_from(
 ) -> None:
     """--configs-from: one trial per configuration of the source sweep (its folder checked and
     read here, before Ray starts)."""
-    from sweeps.harness.replay import source_points
+    from sweeps.harness.configs_from import source_points
 
     clash = _explicit_flags(parser, argv) & {"num_samples", "benchmark_seeds", "search"}
     if clash:

@@ -406,15 +406,15 @@ def best_trial(results: Any, judged: keys.Key) -> Any:
 
 
 def print_best(best: Any, record: RunRecord, judged_column: str, held_out: Any = None) -> None:
-    """The best trial; ``held_out`` (``sweeps.harness.final.Evaluated``): it was picked by its
-    held-out figure, printed first."""
+    """The best trial; ``held_out`` (``sweeps.harness.held_out_pick.Evaluated``): it was picked
+    by its held-out figure, printed first."""
     m = best.metrics
     print(
         f"[sweep] best trial: {Path(best.path).name}"
         + (" (by the held-out mean)" if held_out else "")
     )
     if held_out is not None:
-        from sweeps.harness.greedy import describe
+        from sweeps.harness.held_out_eval import describe
 
         print(f"[sweep]   final policy, held out: {describe(held_out.record)}")
     print(

@@ -20,6 +20,7 @@ from typing import Any
 from sweeps.harness import keys, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args
 from sweeps.harness.common import UsageError, error_line
+from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
 from sweeps.harness.placement import Plan, make_plan
 from sweeps.harness.placement import configure as configure_placement
@@ -32,7 +33,6 @@ from sweeps.harness.record import (
     machine,
     versions,
 )
-from sweeps.harness.replay import source_points
 from sweeps.harness.space import hyperparameters, search_space_description
 from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
@@ -195,7 +195,7 @@ def search(
         first_trial = None
     else:
         # The first trial is the tuned defaults (the config as the flags left it); with
-        # --configs-from, every trial is the source sweep's (sweeps/harness/replay.py).
+        # --configs-from, every trial is the source sweep's (sweeps/harness/configs_from.py).
         if args.configs_from:
             points, unexpressed = source_points(sweep, args), []
         else:
@@ -330,11 +330,11 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunR
     best = best_trial(results, judged) if results is not None else None
     held_out = None
     if best is not None and not interrupted and getattr(args, "final_episodes", 0):
-        # The final figure, and the pick, on held-out episodes (sweeps/harness/final.py).
-        from sweeps.harness import final
+        # The final figure, and the pick, on held-out episodes (sweeps/harness/held_out_pick.py).
+        from sweeps.harness import held_out_pick
         from sweeps.harness.common import HELD_OUT_SEED
 
-        held_out = final.evaluate_best(
+        held_out = held_out_pick.evaluate_best(
             results, judged, args.final_episodes, HELD_OUT_SEED, bool(args.benchmark_seeds)
         )
         record.held_out = held_out.summary()
@@ -353,7 +353,7 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunR
             reached_any = True
     print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
     if held_out is not None:
-        from sweeps.harness.final import lines
+        from sweeps.harness.held_out_pick import lines
 
         print("\n".join(f"[sweep] {line}" for line in lines(held_out, record.optimum)))
     if best is not None:

@@ -1,6 +1,6 @@
 """The search space of a sweep file's ``sample_params``: one draw of it, the config keys it sets
 and its distributions described for the run record and ``--dry-run``. Used by the search setup
-(``tuned``, ``replay``) and by the run record alike, so neither calls into the other."""
+(``tuned``, ``configs_from``) and by the run record alike, so neither calls into the other."""
 
 from __future__ import annotations
 

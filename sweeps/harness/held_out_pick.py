@@ -5,7 +5,7 @@ highest of ten such figures is biased upward (the winner's curse), and an ASHA-p
 can top the table with a figure from its last, lucky evaluation. So at the end of a sweep the
 trial with the highest final judged return and the runners-up within noise of it (a final
 judged return within ``NOISE_FRACTION`` of the best's) have their last checkpoint played
-greedily on the same ``--final-episodes`` seeded episodes (``harness/greedy.py``, as
+greedily on the same ``--final-episodes`` seeded episodes (``harness/held_out_eval.py``, as
 ``python -m sweeps.evaluate`` does: mean, 95% interval and, on the cab env, % of the optimum
 with the reference policies on the same episodes), and the best trial is the one with the
 highest held-out mean. In benchmark mode (one trial per seed of the tuned defaults) every trial
@@ -103,13 +103,13 @@ def evaluate_best(
 ) -> HeldOut:
     """Play each candidate's last checkpoint on the held-out episodes (writing its
     final_evaluation.json); ranked by held-out mean, best first."""
-    from sweeps.harness import greedy
+    from sweeps.harness import held_out_eval
 
     found = HeldOut(episodes, seed)
     for r in candidates(results, judged, everyone):
         name = Path(r.path).name
         try:
-            record = greedy.evaluate_trial(Path(r.path), episodes, seed)
+            record = held_out_eval.evaluate_trial(Path(r.path), episodes, seed)
         except Exception as err:  # one bad checkpoint must not lose the sweep's summary
             found.skipped.append(f"{name}: {type(err).__name__}: {err}")
             continue
@@ -124,7 +124,7 @@ def evaluate_best(
 def lines(found: HeldOut, optimum: float | None) -> list[str]:
     """The summary's held-out block: how the figure was made, every evaluated trial, the
     reference policies on the same episodes."""
-    from sweeps.harness.greedy import describe
+    from sweeps.harness.held_out_eval import describe
 
     out = [
         f"held-out evaluation: the final checkpoint of the best trial and of the runners-up "

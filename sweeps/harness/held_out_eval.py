@@ -1,6 +1,6 @@
-"""Greedy evaluation of a trial's final policy on fixed, seeded (held-out) episodes: the figure
-the end of a sweep picks its best trial by (``final.py``) and ``python -m sweeps.evaluate`` writes
-for any run folder (``sweeps/evaluate.py``, whose docstring says how it is made).
+"""Greedy evaluation of a trial's final policy on fixed, seeded (held-out) episodes: the figure the
+end of a sweep picks its best trial by (``held_out_pick.py``) and ``python -m sweeps.evaluate``
+writes for any run folder (``sweeps/evaluate.py``, whose docstring says how it is made).
 
 ``evaluate_trial`` loads a trial's last checkpoint, plays the episodes with inference batched over
 them, and writes ``final_evaluation.json``; on the cab env ``held_out_record`` adds the reference
