@@ -88,31 +88,29 @@ def count(min_value: int) -> Callable[[str], int]:
     return parse
 
 
-def positive_float(text: str) -> float:
+def _number(text: str, what: str = "a number") -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
     return value
 
 
 def _finite_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    value = _number(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be finite, got {text}")
     return value
 
 
 def _gpus(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GPUs, got {text!r}") from None
+    value = _number(text, "a number of GPUs")
     if not math.isfinite(value) or value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
     return value

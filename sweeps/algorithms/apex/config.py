@@ -167,33 +167,11 @@ class ApexDQNConfig(DQNConfig):
                 per runner x 2 x max(num_env_runners, 1)); None: actors never wait (old
                 Ape-X; the ratio is then only an upper bound).
         """
-        if num_replay_buffer_shards is not NotProvided:
-            self.num_replay_buffer_shards = num_replay_buffer_shards
-        if max_weight_sync_delay is not NotProvided:
-            self.max_weight_sync_delay = max_weight_sync_delay
-        if exploration_epsilon_base is not NotProvided:
-            self.exploration_epsilon_base = exploration_epsilon_base
+        settings = {k: v for k, v in locals().items() if k != "self" and v is not NotProvided}
+        for name, value in settings.items():
+            setattr(self, name, value)
+        if "exploration_epsilon_base" in settings:
             self.epsilon = exploration_epsilon_base
-        if exploration_alpha is not NotProvided:
-            self.exploration_alpha = exploration_alpha
-        if max_requests_in_flight_per_env_runner is not NotProvided:
-            self.max_requests_in_flight_per_env_runner = max_requests_in_flight_per_env_runner
-        if max_requests_in_flight_per_replay_shard is not NotProvided:
-            self.max_requests_in_flight_per_replay_shard = max_requests_in_flight_per_replay_shard
-        if replay_batches_per_request is not NotProvided:
-            self.replay_batches_per_request = replay_batches_per_request
-        if replay_shard_num_cpus is not NotProvided:
-            self.replay_shard_num_cpus = replay_shard_num_cpus
-        if compute_initial_priorities is not NotProvided:
-            self.compute_initial_priorities = compute_initial_priorities
-        if idle_wait_s is not NotProvided:
-            self.idle_wait_s = idle_wait_s
-        if learner_torch_num_threads is not NotProvided:
-            self.learner_torch_num_threads = learner_torch_num_threads
-        if sgd_steps_per_learner_call is not NotProvided:
-            self.sgd_steps_per_learner_call = sgd_steps_per_learner_call
-        if max_env_steps_sampled_ahead is not NotProvided:
-            self.max_env_steps_sampled_ahead = max_env_steps_sampled_ahead
         return self
 
     @override(DQNConfig)
