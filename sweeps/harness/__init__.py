@@ -3,7 +3,8 @@
 The run's steps, each in its own module: ``cli`` parses the shared flags (defaults in
 ``cli.SHARED_DEFAULTS``), ``placement`` plans the CPUs/GPUs of a trial, ``tuned`` and ``replay``
 choose the first trials (the sweep's tuned defaults, or another sweep's configurations),
-``runner`` searches and fits with Tune and summarises; ``space`` draws and describes a sweep's
+``runner`` searches and fits with Tune and summarises (``outcome``: the record closed, the best
+trial and the exit code); ``space`` draws and describes a sweep's
 search space; ``record`` writes the run record,
 ``recovery`` handles interrupts and retries, ``storage`` the sweep folder (local or a URI),
 ``reporting`` the progress lines, TensorBoard HParams and the best trial. Beside the run:
