@@ -6,7 +6,9 @@
   budget (pure functions);
 * :mod:`analysis.workload` - one env + variant with its tables, computed once;
 * :mod:`analysis.plots` - time-to-target bars, learning curves, scaling and sweep plots;
-* :mod:`analysis.summary`, :mod:`analysis.sections` - the report's Markdown (summary, detail);
+* :mod:`analysis.summary`, :mod:`analysis.sections`, :mod:`analysis.sweep_sections`,
+  :mod:`analysis.reproducibility` - the report's Markdown (summary, each workload's detail, its
+  sweeps, how every run was produced);
 * :mod:`analysis.fmt` - the fixed text formats both share;
 * :mod:`analysis.report` - ``REPORT.md`` with the plots and how every run was produced.
 

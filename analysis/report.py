@@ -22,7 +22,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import asha, hparams, plots, sections, summary, tables
+from analysis import (
+    asha,
+    hparams,
+    plots,
+    reproducibility,
+    sections,
+    summary,
+    sweep_sections,
+    tables,
+)
 from analysis.collect import (
     RUNS_CSV,
     add_inputs,
@@ -155,7 +164,7 @@ class _Plots:
                 drawn[experiment] = name
         return drawn
 
-    def hparams(self, w: Workload, savings: pd.DataFrame) -> dict[str, sections.SweepHparams]:
+    def hparams(self, w: Workload, savings: pd.DataFrame) -> dict[str, sweep_sections.SweepHparams]:
         """Per sweep: its hyperparameters' importance (a chart) and its best trial as a command
         and as a JSON file ``best_<sweep>.json`` beside the report."""
         found = {}
@@ -188,7 +197,7 @@ class _Plots:
                 text = json.dumps(record, indent=2, sort_keys=True, default=str) + "\n"
                 atomic_write_text(self.out_dir / json_name, text)
                 self.written.append(json_name)
-            found[experiment] = sections.SweepHparams(importance, chart, command, json_name)
+            found[experiment] = sweep_sections.SweepHparams(importance, chart, command, json_name)
         return found
 
     def remove_stale(self) -> None:
@@ -261,12 +270,12 @@ def render_report(
         lines += sections.speedup_section(w)
         lines += sections.scaling_section(w, draw.scaling(w))
         savings = asha.asha_savings(w.runs)
-        lines += sections.sweep_section(
+        lines += sweep_sections.sweep_section(
             w.runs, savings, draw.sweeps(w, savings), draw.hparams(w, savings)
         )
-        lines += sections.asha_check_section(w.runs, asha.asha_check(w.runs))
+        lines += sweep_sections.asha_check_section(w.runs, asha.asha_check(w.runs))
 
-    lines += sections.reproducibility_section(runs, skipped, deduped, repaired)
+    lines += reproducibility.reproducibility_section(runs, skipped, deduped, repaired)
     lines += [
         "## Appendix: secondary metrics",
         "",

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis import asha, collect, fmt, plots, report, sections, tables
+from analysis import asha, collect, fmt, plots, report, sections, sweep_sections, tables
 from analysis.__main__ import main
 from sweeps.harness import keys
 from sweeps.workloads.pong import PONG_GPU_COMMAND
@@ -665,7 +665,7 @@ def test_asha_check_against_the_same_configurations_at_full_budget(tmp_path):
     assert row["full_best_under_asha_env_steps"] == 300
     assert bool(row["best_goal_met"]) and not bool(row["spent_goal_met"])
 
-    lines = sections.asha_check_section(runs, check)
+    lines = sweep_sections.asha_check_section(runs, check)
     text = "\n".join(lines)
     table = _table(text)
     assert table == [
@@ -707,7 +707,7 @@ def test_asha_check_says_when_the_configurations_differ(tmp_path):
     row = asha.asha_check(runs).iloc[0]
     assert not bool(row["same_configs"])
     assert "configurations differ" in "\n".join(
-        sections.asha_check_section(runs, asha.asha_check(runs))
+        sweep_sections.asha_check_section(runs, asha.asha_check(runs))
     )
 
 
