@@ -11,7 +11,6 @@ import pandas as pd
 
 from analysis import tables
 from analysis.asha import BEST_GAP, SPENT_SHARE, asha_pairs
-from analysis.collect import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
 from analysis.fmt import (
     DASH,
     METRICS,
@@ -24,6 +23,7 @@ from analysis.fmt import (
     markdown_table,
 )
 from analysis.hparams import MIN_TRIALS as MIN_IMPORTANCE_TRIALS
+from analysis.run_folder import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
 from sweeps.harness.common import readable
 
 # --- Sweeps -------------------------------------------------------------------------------------

@@ -41,9 +41,9 @@ def _iteration_faults(iterations: list[int]) -> tuple[int, int]:
 
 def _clock_drops(rows: list[dict[str, Any]]) -> int:
     """Restores in a trial's result.json (rows in order) that restarted its training clock
-    (``analysis.collect.repair_clock`` finds them; the suite checkpoints the clock: none
+    (``analysis.run_folder.repair_clock`` finds them; the suite checkpoints the clock: none
     expected)."""
-    from analysis.collect import repair_clock
+    from analysis.run_folder import repair_clock
 
     return repair_clock(rows)[1]
 
