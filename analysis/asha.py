@@ -15,7 +15,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.collect import COMPLETED, ERRORED, HP_PREFIX, INCOMPLETE, STOPPED_EARLY
+from analysis.run_folder import COMPLETED, ERRORED, HP_PREFIX, INCOMPLETE, STOPPED_EARLY
 from analysis.tables import best_trials, rank_trials, trial_summary
 
 BEST_GAP = 0.05  # ASHA's best trial at least (1 - BEST_GAP) x the full-budget best

@@ -19,7 +19,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.collect import HP_PREFIX
+from analysis.run_folder import HP_PREFIX
 
 # PED-ANOVA compares the best trials (the top 10%, at least 3) with all of them: below this
 # many trials there is no such top.

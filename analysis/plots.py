@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.collect import COMPLETED, ERRORED
 from analysis.fmt import METRICS, fmt_number
+from analysis.run_folder import COMPLETED, ERRORED
 from analysis.tables import SIGNALS, TRIAL_KEY, best_trials, trial_summary
 
 # PNG metadata without the matplotlib version: same data, same bytes.

@@ -57,53 +57,9 @@ def summary_section(
     if w.best.empty:
         why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
         return lines + [f"Nothing to compare: {why}.", ""] + _missed_note(w)
-    pct_known = not is_missing(w.optimum)
-    fallback = w.signal == "return_mean" and w.selected["greedy_return"].notna().any()
-    baseline = w.baseline
-    lines += [
-        f"Judged by the **{SIGNALS[w.signal]}** ({SIGNAL_NOTES[w.signal]}"
-        + ("; greedy evaluation did not run for every configuration" if fallback else "")
-        + "); target "
-        f"**{w.label(w.target)}**, the highest of the workload's targets. One row per "
-        "algorithm: its best configuration (most seeds reaching the target, then fastest). "
-        "Times are training wall-clock, evaluation excluded; a median marked ≥ counts seeds that "
-        "missed at their budget. "
-        + (
-            f"Speedup: against `{baseline}`, only where both reached the target on every seed."
-            if baseline
-            else "No single-runner DQN in these runs: no speedup column."
-        )
-        + f" {INTERVALS_NOTE}",
-        "",
-    ]
-    configs = w.configs.set_index("config")
-    reached = w.best[w.best["reached"] > 0]
-    final = f"final {PCT if pct_known else SIGNALS[w.signal]}"
-    header = [CONFIG, REACHED, TIME, TIME_KM, TIME_RANGE, STEPS, final, STEPS_PER_S]
-    header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
-    rows = []
-    for _, r in reached.iterrows():
-        cells = {CONFIG: r["config"], **ttt_cells(r), **final_cells(configs.loc[r["config"]])}
-        cells[final] = cells[PCT if pct_known else SIGNALS[w.signal]]
-        cells[f"{SPEEDUP} vs {baseline}"] = speedup_cell(w, r["config"], w.target)
-        rows.append([cells[h] for h in header])
-    if rows:
-        lines += [markdown_table(header, rows), ""]
-        lines += held_out_note(w.configs[w.configs["config"].isin(reached["config"])])
-    missed = w.best[w.best["reached"] == 0]
-    if len(missed):
-        value = PCT if pct_known else SIGNALS[w.signal]
-        items = [
-            f"{r['config']} ({r['reached']}/{r['seeds']} seeds; {final} "
-            f"{final_cells(configs.loc[r['config']])[value]})"
-            for _, r in missed.iterrows()
-        ]
-        lead = (
-            "Not reached within budget"
-            if rows
-            else f"No algorithm reached {w.label(w.target)} within budget"
-        )
-        lines += [f"{lead}: {names(items)}.", ""]
+    lines += [_how_judged(w), ""]
+    lines += _reached_table(w)
+    lines += _not_reached(w)
     lines += [verdict(w), ""]
     lines += _random_line(references)
     lines += w.kind.rules_note()
@@ -117,6 +73,76 @@ def summary_section(
             "",
         ]
     return lines
+
+
+def _how_judged(w: Workload) -> str:
+    """What the table judges by, its target, how a row is chosen and what its cells mean."""
+    fallback = w.signal == "return_mean" and w.selected["greedy_return"].notna().any()
+    baseline = w.baseline
+    return (
+        f"Judged by the **{SIGNALS[w.signal]}** ({SIGNAL_NOTES[w.signal]}"
+        + ("; greedy evaluation did not run for every configuration" if fallback else "")
+        + "); target "
+        f"**{w.label(w.target)}**, the highest of the workload's targets. One row per "
+        "algorithm: its best configuration (most seeds reaching the target, then fastest). "
+        "Times are training wall-clock, evaluation excluded; a median marked ≥ counts seeds that "
+        "missed at their budget. "
+        + (
+            f"Speedup: against `{baseline}`, only where both reached the target on every seed."
+            if baseline
+            else "No single-runner DQN in these runs: no speedup column."
+        )
+        + f" {INTERVALS_NOTE}"
+    )
+
+
+def _final_value(w: Workload) -> str:
+    """The final figure the summary shows: % of optimum where the optimum is known."""
+    return PCT if not is_missing(w.optimum) else SIGNALS[w.signal]
+
+
+def _reached_table(w: Workload) -> list[str]:
+    """One row per algorithm that reached the target: its time to target, final figure and
+    speedup; how a held-out figure was made under it."""
+    configs = w.configs.set_index("config")
+    reached = w.best[w.best["reached"] > 0]
+    final = f"final {_final_value(w)}"
+    baseline = w.baseline
+    header = [CONFIG, REACHED, TIME, TIME_KM, TIME_RANGE, STEPS, final, STEPS_PER_S]
+    header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
+    rows = []
+    for _, r in reached.iterrows():
+        cells = {CONFIG: r["config"], **ttt_cells(r), **final_cells(configs.loc[r["config"]])}
+        cells[final] = cells[_final_value(w)]
+        cells[f"{SPEEDUP} vs {baseline}"] = speedup_cell(w, r["config"], w.target)
+        rows.append([cells[h] for h in header])
+    if not rows:
+        return []
+    return [
+        markdown_table(header, rows),
+        "",
+        *held_out_note(w.configs[w.configs["config"].isin(reached["config"])]),
+    ]
+
+
+def _not_reached(w: Workload) -> list[str]:
+    """The algorithms whose best configuration missed the target, with their final figure."""
+    missed = w.best[w.best["reached"] == 0]
+    if not len(missed):
+        return []
+    configs = w.configs.set_index("config")
+    value = _final_value(w)
+    items = [
+        f"{r['config']} ({r['reached']}/{r['seeds']} seeds; final {value} "
+        f"{final_cells(configs.loc[r['config']])[value]})"
+        for _, r in missed.iterrows()
+    ]
+    lead = (
+        "Not reached within budget"
+        if (w.best["reached"] > 0).any()
+        else f"No algorithm reached {w.label(w.target)} within budget"
+    )
+    return [f"{lead}: {names(items)}.", ""]
 
 
 def _random_line(references: pd.DataFrame | None) -> list[str]:

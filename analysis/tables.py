@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import stats
-from analysis.collect import HP_PREFIX
+from analysis.run_folder import HP_PREFIX
 
 TRIAL_KEY = ["experiment", "trial_id"]
 CONFIG_KEY = ["env", "variant", "config"]

@@ -21,8 +21,8 @@ percentage of the optimal policy's mean return over the *same* episodes, with a 
 interval (the per-episode gap to the optimum, Student's t); the references get the same
 figure. Its seeds (``HELD_OUT_SEED`` on) are never used in training or in the periodic
 evaluation (trials are seeded 0, 1, ...; RLlib seeds their envs from those). A sweep runs this
-at its end on its best trials and picks the best by it (``sweeps/harness/runner.py``); the
-benchmark runs it after each run.
+at its end on its best trials and picks the best by it (``sweeps/harness/outcome.py``, the
+runner's summarise step); the benchmark runs it after each run.
 
 On the cab env's base variant the record also holds the **exact** figure (``exact``): a module
 that sees ``(location, hour, day)`` only has one greedy action per state, so its policy is

@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis import asha, collect, fmt, plots, report, sections, tables
+from analysis import asha, collect, fmt, plots, report, run_folder, sections, sweep_sections, tables
 from analysis.__main__ import main
 from sweeps.harness import keys
 from sweeps.workloads.pong import PONG_GPU_COMMAND
@@ -316,19 +316,19 @@ def test_collect_trial_status(runs):
     status = runs.drop_duplicates(["experiment", "trial_id"]).set_index("trial_id")
     sweep = status[status["experiment"] == "apex_sweep"]["trial_status"].to_dict()
     assert sweep == {
-        "abc12_00000": collect.COMPLETED,  # reached max_t = 500 env steps
-        "abc12_00001": collect.STOPPED_EARLY,
-        "abc12_00002": collect.STOPPED_EARLY,
-        "abc12_00003": collect.ERRORED,  # error.txt
+        "abc12_00000": run_folder.COMPLETED,  # reached max_t = 500 env steps
+        "abc12_00001": run_folder.STOPPED_EARLY,
+        "abc12_00002": run_folder.STOPPED_EARLY,
+        "abc12_00003": run_folder.ERRORED,  # error.txt
     }
-    assert set(status[status["kind"] == "benchmark"]["trial_status"]) == {collect.COMPLETED}
+    assert set(status[status["kind"] == "benchmark"]["trial_status"]) == {run_folder.COMPLETED}
 
 
 def test_collect_below_budget_in_interrupted_run_is_incomplete(tmp_path):
     exp = write_experiment(tmp_path, "dqn_cut", [dict(returns=[NAN, 1.0])])
     run = json.loads((exp / "run.json").read_text())
     (exp / "run.json").write_text(json.dumps({**run, "status": "interrupted", "ended_at": None}))
-    assert set(collect.collect([exp]).runs["trial_status"]) == {collect.INCOMPLETE}
+    assert set(collect.collect([exp]).runs["trial_status"]) == {run_folder.INCOMPLETE}
 
 
 def test_collect_finds_experiments_below_a_parent_folder(suite_dir):
@@ -618,7 +618,7 @@ def test_asha_best_trial_stopped_early_did_not_survive(tmp_path):
         scheduler={"type": "asha", "time_attr": keys.flat(keys.ENV_STEPS), "max_t": 500},
     )
     row = asha.asha_savings(collect.collect([exp]).runs).iloc[0]
-    assert (row["best_trial"], row["best_status"]) == ("abc12_00001", collect.STOPPED_EARLY)
+    assert (row["best_trial"], row["best_status"]) == ("abc12_00001", run_folder.STOPPED_EARLY)
     assert not row["best_survived"]
     assert row["saving_pct"] == pytest.approx(100 * (1 - 700 / 1000))
 
@@ -671,12 +671,12 @@ def test_asha_check_against_the_same_configurations_at_full_budget(tmp_path):
     assert row["spent_ratio"] == pytest.approx(1000 / 1500)
     assert (row["full_best_under_asha"], row["full_best_under_asha_status"]) == (
         "abc12_00002",
-        collect.STOPPED_EARLY,
+        run_folder.STOPPED_EARLY,
     )
     assert row["full_best_under_asha_env_steps"] == 300
     assert bool(row["best_goal_met"]) and not bool(row["spent_goal_met"])
 
-    lines = sections.asha_check_section(runs, check)
+    lines = sweep_sections.asha_check_section(runs, check)
     text = "\n".join(lines)
     table = _table(text)
     assert table == [
@@ -718,7 +718,7 @@ def test_asha_check_says_when_the_configurations_differ(tmp_path):
     row = asha.asha_check(runs).iloc[0]
     assert not bool(row["same_configs"])
     assert "configurations differ" in "\n".join(
-        sections.asha_check_section(runs, asha.asha_check(runs))
+        sweep_sections.asha_check_section(runs, asha.asha_check(runs))
     )
 
 
@@ -1010,7 +1010,7 @@ def test_help(capsys):
 
 
 def test_the_load_beside_a_run_is_reported_when_recorded() -> None:
-    from analysis.collect import _load
+    from analysis.run_folder import _load
     from sweeps.harness.record import Machine, load_average
 
     assert _load(Machine(load_at_start=1.14, load_at_end=2.56)) == "1.1 -> 2.6"

@@ -73,7 +73,7 @@ def _line(iteration: int, train_s: float, eval_s: float, steps: int) -> dict:
 
 
 def test_analysis_repairs_a_clock_that_went_back_at_a_restore():
-    from analysis.collect import repair_clock
+    from analysis.run_folder import repair_clock
 
     # Restored from the checkpoint at iteration 2 (clock 20 s): the old clock started again.
     lines = [_line(1, 10, 1, 100), _line(2, 20, 2, 200), _line(3, 10, 0, 300),

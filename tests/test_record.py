@@ -154,7 +154,7 @@ def test_an_unreadable_record_is_one_value_error_naming_the_file(tmp_path, text,
 
 
 def test_collect_reads_the_record_and_skips_one_of_the_wrong_type(tmp_path):
-    from analysis.collect import read_experiment
+    from analysis.run_folder import read_experiment
 
     good, bad = tmp_path / "good", tmp_path / "bad"
     for folder in (good, bad):

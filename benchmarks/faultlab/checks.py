@@ -7,10 +7,13 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.faultlab.common import COUNTER_KEY, TARGET
 from sweeps.harness.record import RECORD_FILE, RunRecord
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def json_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -41,9 +44,9 @@ def _iteration_faults(iterations: list[int]) -> tuple[int, int]:
 
 def _clock_drops(rows: list[dict[str, Any]]) -> int:
     """Restores in a trial's result.json (rows in order) that restarted its training clock
-    (``analysis.collect.repair_clock`` finds them; the suite checkpoints the clock: none
+    (``analysis.run_folder.repair_clock`` finds them; the suite checkpoints the clock: none
     expected)."""
-    from analysis.collect import repair_clock
+    from analysis.run_folder import repair_clock
 
     return repair_clock(rows)[1]
 
@@ -100,7 +103,6 @@ def check_sweep(folder: Path) -> dict[str, Any]:
     """Read a finished sweep folder and check it survived; ``ok`` is True when every check
     passed, ``problems`` says what did not."""
     from analysis.collect import collect
-    from sweeps.harness import keys
 
     problems: list[str] = []
     try:
@@ -111,81 +113,17 @@ def check_sweep(folder: Path) -> dict[str, Any]:
     expected = args.get("benchmark_seeds") or args.get("num_samples")
     if record.status != "finished":
         problems.append(f"{RECORD_FILE} status {record.status!r}, not 'finished'")
-    try:
-        tune_trials = _tune_trials(folder)
-    except (OSError, ValueError, KeyError, IndexError) as e:
-        tune_trials = {}
-        problems.append(f"Tune's experiment state unreadable: {e}")
-    not_done = sorted(t for t, s in tune_trials.items() if s != "TERMINATED")
-    if not_done:
-        problems.append(f"trials not TERMINATED: {not_done}")
-    if expected and len(tune_trials) != expected:
-        problems.append(f"{len(tune_trials)} trials in Tune's state, {expected} expected")
-
-    trial_dirs = sorted(d for d in folder.iterdir() if d.is_dir() and (d / "params.json").exists())
-    ids = [d.name.rpartition("_")[2] for d in trial_dirs]
-    orphans = sorted(set(ids) - set(tune_trials))
-    if orphans:
-        problems.append(f"trial folders Tune does not know (run twice?): {orphans}")
-    if len(ids) != len(set(ids)):
-        problems.append("a trial has two folders")
-
-    trials: dict[str, dict[str, Any]] = {}
-    for d, trial_id in zip(trial_dirs, ids, strict=True):
-        rows, corrupt = json_lines(d / "result.json")
-        iterations = [int(r["training_iteration"]) for r in rows if "training_iteration" in r]
-        dup, miss = _iteration_faults(iterations)
-        csv_iterations, shifted = _csv_iterations(d / "progress.csv")
-        csv_dup, csv_miss = _iteration_faults(csv_iterations)
-        restarts = [keys.get(r, COUNTER_KEY["runners"], 0) or 0 for r in rows]
-        shard = [keys.get(r, COUNTER_KEY["shard"], 0) or 0 for r in rows]
-        lost = [keys.get(r, ("apex", "replay_shard_failures"), 0) or 0 for r in rows]
-        trials[trial_id] = {
-            "iterations": max(iterations, default=0),
-            "result_json": {"duplicated": dup, "missing": miss, "corrupt_lines": corrupt},
-            "progress_csv": {"duplicated": csv_dup, "missing": csv_miss, "shifted": shifted},
-            # RLlib's counter lives in the algorithm (not in its checkpoint): the sum of its
-            # peaks over the restores is the trial's total.
-            "env_runner_restarts": _sum_of_peaks(restarts),
-            "replay_shard_restarts": _sum_of_peaks(shard),
-            "replay_requests_lost": _sum_of_peaks(lost),
-            "clock_drops": _clock_drops(rows),
-        }
-        if trials[trial_id]["clock_drops"]:
-            problems.append(
-                f"{trial_id}: suite/train_time_s went back {trials[trial_id]['clock_drops']} "
-                "time(s) (a restore restarted the training clock)"
-            )
-        for name in ("result_json", "progress_csv"):
-            bad = {k: v for k, v in trials[trial_id][name].items() if v}
-            if bad:
-                problems.append(f"{trial_id} {name}: {bad}")
-
+    tune_trials = _check_tune_state(folder, expected, problems)
+    trial_dirs, ids = _check_trial_folders(folder, tune_trials, problems)
+    trials = {
+        trial_id: _check_trial(d, trial_id, problems)
+        for d, trial_id in zip(trial_dirs, ids, strict=True)
+    }
     collection = collect([folder])
     table = collection.runs
-    dup_rows = int(table.duplicated(["trial_id", "training_iteration"]).sum())
-    if dup_rows:
-        problems.append(f"collected table: {dup_rows} duplicated (trial, iteration) rows")
-    table_missing = sum(
-        _iteration_faults(list(g["training_iteration"].astype(int)))[1]
-        for _, g in table.groupby("trial_id")
-    )
-    if table_missing:
-        problems.append(f"collected table: {table_missing} missing (trial, iteration) rows")
-    best = None
-    if not table.empty and table["metric_value"].notna().any():
-        row = table.loc[table["metric_value"].idxmax()]
-        best = {"trial_id": row["trial_id"], "metric": record.metric,
-                "value": float(row["metric_value"])}  # fmt: skip
-    else:
-        problems.append("no best trial (no metric reported)")
-
-    study = _study(record)
-    if study is not None:
-        if not study["loadable"]:
-            problems.append(f"Optuna study not loadable: {study['error']}")
-        elif study["trials"].get("RUNNING"):
-            problems.append(f"Optuna trials left RUNNING: {study['trials']['RUNNING']}")
+    dup_rows = _check_table(table, problems)
+    best = _best(table, record, problems)
+    study = _check_study(record, problems)
     failures = [json.loads(line) for line in read_lines(folder / "failures.jsonl")]
     return {
         "ok": not problems,
@@ -215,6 +153,106 @@ def check_sweep(folder: Path) -> dict[str, Any]:
         "trials": trials,
         "skipped_by_collect": collection.skipped,
     }
+
+
+def _check_tune_state(folder: Path, expected: Any, problems: list[str]) -> dict[str, str]:
+    """Tune's trials (trial_id -> status): every one TERMINATED, as many as the sweep asked."""
+    try:
+        tune_trials = _tune_trials(folder)
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        tune_trials = {}
+        problems.append(f"Tune's experiment state unreadable: {e}")
+    not_done = sorted(t for t, s in tune_trials.items() if s != "TERMINATED")
+    if not_done:
+        problems.append(f"trials not TERMINATED: {not_done}")
+    if expected and len(tune_trials) != expected:
+        problems.append(f"{len(tune_trials)} trials in Tune's state, {expected} expected")
+    return tune_trials
+
+
+def _check_trial_folders(
+    folder: Path, tune_trials: dict[str, str], problems: list[str]
+) -> tuple[list[Path], list[str]]:
+    """The trial folders and their trial ids: each known to Tune, one folder per trial."""
+    trial_dirs = sorted(d for d in folder.iterdir() if d.is_dir() and (d / "params.json").exists())
+    ids = [d.name.rpartition("_")[2] for d in trial_dirs]
+    orphans = sorted(set(ids) - set(tune_trials))
+    if orphans:
+        problems.append(f"trial folders Tune does not know (run twice?): {orphans}")
+    if len(ids) != len(set(ids)):
+        problems.append("a trial has two folders")
+    return trial_dirs, ids
+
+
+def _check_trial(trial_dir: Path, trial_id: str, problems: list[str]) -> dict[str, Any]:
+    """One trial's result files (iterations duplicated, missing, corrupt or shifted), its
+    restart counters and its training clock."""
+    from sweeps.harness import keys
+
+    rows, corrupt = json_lines(trial_dir / "result.json")
+    iterations = [int(r["training_iteration"]) for r in rows if "training_iteration" in r]
+    dup, miss = _iteration_faults(iterations)
+    csv_iterations, shifted = _csv_iterations(trial_dir / "progress.csv")
+    csv_dup, csv_miss = _iteration_faults(csv_iterations)
+    restarts = [keys.get(r, COUNTER_KEY["runners"], 0) or 0 for r in rows]
+    shard = [keys.get(r, COUNTER_KEY["shard"], 0) or 0 for r in rows]
+    lost = [keys.get(r, ("apex", "replay_shard_failures"), 0) or 0 for r in rows]
+    trial = {
+        "iterations": max(iterations, default=0),
+        "result_json": {"duplicated": dup, "missing": miss, "corrupt_lines": corrupt},
+        "progress_csv": {"duplicated": csv_dup, "missing": csv_miss, "shifted": shifted},
+        # RLlib's counter lives in the algorithm (not in its checkpoint): the sum of its
+        # peaks over the restores is the trial's total.
+        "env_runner_restarts": _sum_of_peaks(restarts),
+        "replay_shard_restarts": _sum_of_peaks(shard),
+        "replay_requests_lost": _sum_of_peaks(lost),
+        "clock_drops": _clock_drops(rows),
+    }
+    if trial["clock_drops"]:
+        problems.append(
+            f"{trial_id}: suite/train_time_s went back {trial['clock_drops']} "
+            "time(s) (a restore restarted the training clock)"
+        )
+    for name in ("result_json", "progress_csv"):
+        bad = {k: v for k, v in trial[name].items() if v}
+        if bad:
+            problems.append(f"{trial_id} {name}: {bad}")
+    return trial
+
+
+def _check_table(table: pd.DataFrame, problems: list[str]) -> int:
+    """The collected table: no (trial, iteration) row twice or missing. Its duplicated rows."""
+    dup_rows = int(table.duplicated(["trial_id", "training_iteration"]).sum())
+    if dup_rows:
+        problems.append(f"collected table: {dup_rows} duplicated (trial, iteration) rows")
+    table_missing = sum(
+        _iteration_faults(list(g["training_iteration"].astype(int)))[1]
+        for _, g in table.groupby("trial_id")
+    )
+    if table_missing:
+        problems.append(f"collected table: {table_missing} missing (trial, iteration) rows")
+    return dup_rows
+
+
+def _best(table: pd.DataFrame, record: RunRecord, problems: list[str]) -> dict[str, Any] | None:
+    """The collected table's best trial by the sweep's metric (a problem when none)."""
+    if table.empty or not table["metric_value"].notna().any():
+        problems.append("no best trial (no metric reported)")
+        return None
+    row = table.loc[table["metric_value"].idxmax()]
+    return {"trial_id": row["trial_id"], "metric": record.metric,
+            "value": float(row["metric_value"])}  # fmt: skip
+
+
+def _check_study(record: RunRecord, problems: list[str]) -> dict[str, Any] | None:
+    """The sweep's Optuna study (--optuna-storage): loadable, no trial left RUNNING."""
+    study = _study(record)
+    if study is not None:
+        if not study["loadable"]:
+            problems.append(f"Optuna study not loadable: {study['error']}")
+        elif study["trials"].get("RUNNING"):
+            problems.append(f"Optuna trials left RUNNING: {study['trials']['RUNNING']}")
+    return study
 
 
 def read_lines(path: Path) -> list[str]:

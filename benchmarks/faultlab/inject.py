@@ -71,75 +71,123 @@ def drive_with_interruptions(
     argv, injected, t0 = list(first_argv), 0, time.monotonic()
     while len(segments) < 4 * faults + 4:
         log = log_dir / f"segment-{len(segments) + 1}.log"
-        started = time.monotonic()
-        since = time.time()
-        proc = start_sweep(sweep, argv, log)
-        processes = SweepProcesses(proc.pid)
-        fault = delay = phase = None
-        hung = False
-        if injected < faults:
-            in_startup = rng.random() < startup_share
-            delay, fault = rng.uniform(*delay_s), rng.choice(SIGNALS)
-            phase = "start-up" if in_startup else "training"
-            rc = None
-            if not in_startup:  # wait for this segment's first result row
-                progressed = functools.partial(reported_since, folder, since)
-                rc = processes.watch(proc, segment_timeout_s, until=progressed)
-            if rc is None:
-                rc = processes.watch(proc, delay)
-            if rc is None:
-                send_fault(proc, fault)
-                injected += 1
-                delay = time.monotonic() - started  # when it landed, from the segment's start
-                rc = processes.watch(proc, stop_wait_s)
-                if rc is None:  # a graceful stop that did not stop: counted, then killed
-                    hung = True
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    rc = proc.wait()
-            else:
-                fault = delay = phase = None  # the sweep ended before the fault was due
-        else:
-            rc = processes.watch(proc, segment_timeout_s)
-            if rc is None:
-                hung = True
-                os.killpg(proc.pid, signal.SIGKILL)
-                rc = proc.wait()
-        left = processes.reap()
-        segment = {
-            "argv": argv,
-            "rc": rc,
-            "wall_s": round(time.monotonic() - started, 2),
-            "fault": fault,
-            "fault_at_s": None if delay is None else round(delay, 2),
-            "fault_phase": phase,
-            "hung": hung,
-            "processes_left": left,
-            "log": str(log),
-        }
+        due = _draw_fault(rng, delay_s, startup_share) if injected < faults else None
+        segment = _segment(sweep, argv, folder, log, due, stop_wait_s, segment_timeout_s)
         segments.append(segment)
-        if rc == 0 or _status(folder) == "finished":
+        if segment["fault"] is not None:
+            injected += 1
+        if segment["rc"] == 0 or _status(folder) == "finished":
             # Finished: a fault that came at the very end (the results and the run record
             # written, Ray shutting down) interrupted nothing.
-            if fault is not None:
+            if segment["fault"] is not None:
                 segment["fault_without_effect"] = True
                 injected -= 1
             break
-        if fault is None and not hung:  # the sweep failed by itself
+        if segment["fault"] is None and not segment["hung"]:  # the sweep failed by itself
             break
-        if _has_tune_state(folder):
-            argv = ["--resume", str(folder)]
-        else:  # killed before Tune saved anything: --resume would refuse it
-            segment["restarted_from_scratch"] = True
-            shutil.rmtree(folder, ignore_errors=True)
-            if study_file is not None:
-                study_file.unlink(missing_ok=True)
-            argv = list(first_argv)
+        argv = _next_argv(first_argv, folder, segment, study_file)
     return {
         "segments": segments,
         "faults": [s["fault"] for s in segments if s["fault"] and "fault_without_effect" not in s],
         "wall_s": round(time.monotonic() - t0, 2),
         "rc": 0 if _status(folder) == "finished" else segments[-1]["rc"],
     }
+
+
+def _draw_fault(
+    rng: random.Random, delay_s: tuple[float, float], startup_share: float
+) -> tuple[str, float, str]:
+    """A fault's phase ("start-up" or "training"), its delay and its signal."""
+    in_startup = rng.random() < startup_share
+    delay, fault = rng.uniform(*delay_s), rng.choice(SIGNALS)
+    return ("start-up" if in_startup else "training"), delay, fault
+
+
+def _segment(
+    sweep: str,
+    argv: list[str],
+    folder: Path,
+    log: Path,
+    due: tuple[str, float, str] | None,
+    stop_wait_s: float,
+    segment_timeout_s: float,
+) -> dict[str, Any]:
+    """Start (or resume) the sweep once. With a fault ``due`` (``_draw_fault``), send it once
+    it is due and wait for the sweep to stop; else wait for the sweep to end. A sweep that does
+    not stop in time is killed and counted as hung; what is left of it is reaped."""
+    started = time.monotonic()
+    since = time.time()
+    proc = start_sweep(sweep, argv, log)
+    processes = SweepProcesses(proc.pid)
+    fault = delay = phase = None
+    if due is not None:
+        phase, delay, fault = due
+        rc = _watch_until_due(proc, processes, folder, since, phase, delay, segment_timeout_s)
+        if rc is None:
+            send_fault(proc, fault)
+            delay = time.monotonic() - started  # when it landed, from the segment's start
+            rc, hung = _wait_or_kill(proc, processes, stop_wait_s)
+        else:
+            fault = delay = phase = None  # the sweep ended before the fault was due
+            hung = False
+    else:
+        rc, hung = _wait_or_kill(proc, processes, segment_timeout_s)
+    left = processes.reap()
+    return {
+        "argv": argv,
+        "rc": rc,
+        "wall_s": round(time.monotonic() - started, 2),
+        "fault": fault,
+        "fault_at_s": None if delay is None else round(delay, 2),
+        "fault_phase": phase,
+        "hung": hung,
+        "processes_left": left,
+        "log": str(log),
+    }
+
+
+def _watch_until_due(
+    proc: Any,
+    processes: SweepProcesses,
+    folder: Path,
+    since: float,
+    phase: str,
+    delay: float,
+    segment_timeout_s: float,
+) -> int | None:
+    """Wait until a fault is due: ``delay`` after the start (start-up) or after this segment's
+    first result row (training). None when it is due; the exit code if the sweep ended first."""
+    rc = None
+    if phase == "training":  # wait for this segment's first result row
+        progressed = functools.partial(reported_since, folder, since)
+        rc = processes.watch(proc, segment_timeout_s, until=progressed)
+    if rc is None:
+        rc = processes.watch(proc, delay)
+    return rc
+
+
+def _wait_or_kill(proc: Any, processes: SweepProcesses, timeout_s: float) -> tuple[int, bool]:
+    """The sweep's exit code within ``timeout_s``, and whether it hung: a sweep that did not
+    stop (a graceful stop that did not stop: counted) is killed, its whole process group."""
+    rc = processes.watch(proc, timeout_s)
+    if rc is not None:
+        return rc, False
+    os.killpg(proc.pid, signal.SIGKILL)
+    return proc.wait(), True
+
+
+def _next_argv(
+    first_argv: list[str], folder: Path, segment: dict[str, Any], study_file: Path | None
+) -> list[str]:
+    """``--resume <folder>``; when Tune saved nothing yet (--resume would refuse it), the
+    first command again on a clean folder (and study file), the segment marked restarted."""
+    if _has_tune_state(folder):
+        return ["--resume", str(folder)]
+    segment["restarted_from_scratch"] = True
+    shutil.rmtree(folder, ignore_errors=True)
+    if study_file is not None:
+        study_file.unlink(missing_ok=True)
+    return list(first_argv)
 
 
 def run_with_kills(

@@ -2,22 +2,22 @@
 
 A sweep file (``sweeps/<algo>_<env>.py``) states only what differs and hands a ``Sweep``
 (``sweeps/harness/sweep.py``) to ``run()``. Everything else — the flags, Optuna/ASHA, placement,
-TensorBoard HParams, the run record, the summary and exit code — lives here, once.
+TensorBoard HParams, the run record, the summary and exit code — lives here, once (the
+summarise step's pieces in ``sweeps/harness/outcome.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import math
 import os
 import signal
 import sys
 from collections.abc import Sequence
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from sweeps.harness import keys, recovery, storage
+from sweeps.harness import keys, outcome, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args
 from sweeps.harness.common import UsageError, error_line
 from sweeps.harness.configs_from import source_points
@@ -29,7 +29,6 @@ from sweeps.harness.record import (
     RunRecord,
     git_commit,
     git_dirty,
-    load_average,
     machine,
     versions,
 )
@@ -152,81 +151,129 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
 def search(
     sweep: Sweep, args: argparse.Namespace, config: Any, placement: Plan
 ) -> tuple[Any, RunRecord]:
-    """The Tuner (a resumed sweep: the one restored from its folder) and the run record,
-    written to the sweep folder. Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or
-    FIFO); benchmark mode: the tuned defaults once per seed, FIFO."""
-    from ray import tune
-    from ray.tune.schedulers import FIFOScheduler
-    from ray.tune.search import BasicVariantGenerator
+    """The Tuner and the run record, written to the sweep folder: a resumed sweep's restored
+    from its folder; a new one's planned (``plan_trials``), recorded and built (``build_tuner``).
+    Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or FIFO); benchmark mode: the
+    tuned defaults once per seed, FIFO."""
+    param_space = _param_space(args, config)
+    if args.resume:
+        return resume(args, config, param_space)
+    trials = plan_trials(sweep, args, placement, param_space)
+    stop = _stop_criteria(sweep, args)
+    record = _new_record(sweep, args, config, placement, stop, trials.scheduler_info)
+    record.first_trial = trials.first_trial  # the tuned defaults as search parameters
+    record.write(_record_path(args))
+    tuner = build_tuner(sweep, args, config, param_space, placement, trials, stop, record)
+    return tuner, record
 
-    experiment = _experiment_dir(args)
-    record_path = storage.join(experiment, RECORD_FILE)
-    metric = keys.flat(_judged_by(sweep, args))  # one signal searches, prunes and stops
+
+def _param_space(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+    """The config as Tune's param space; in benchmark mode, one trial per seed."""
+    from ray import tune
+
     param_space = config.to_dict()
     if args.benchmark_seeds:  # benchmark mode: the tuned defaults, one trial per seed
         seeds = list(range(args.seed, args.seed + args.benchmark_seeds))
         param_space["seed"] = tune.grid_search(seeds)
+    return param_space
 
-    if args.resume:
-        # The same config and param space as the first start (rebuilt from the recorded args);
-        # Tune brings back the trials, the searcher, the scheduler, the stopper and callbacks.
-        storage.repair_journal(args.optuna_storage)  # a record half-written by a killed driver
-        try:
-            tuner = tune.Tuner.restore(
-                experiment,
-                trainable=config.algo_class,
-                param_space=param_space,
-                resume_unfinished=True,
-                restart_errored=True,
-            )
-        except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
-            msg = error_line(f"{type(e).__name__}: {e}")
-            raise UsageError(f"cannot restore {experiment}: {msg}") from None
-        record = recovery.resumed_record(record_path, args)
-        record.write(record_path)
-        return tuner, record
 
+def _record_path(args: argparse.Namespace) -> str:
+    return storage.join(_experiment_dir(args), RECORD_FILE)
+
+
+def resume(
+    args: argparse.Namespace, config: Any, param_space: dict[str, Any]
+) -> tuple[Any, RunRecord]:
+    """The Tuner restored from the sweep folder, and its run record marked resumed (written).
+    The same config and param space as the first start (rebuilt from the recorded args); Tune
+    brings back the trials, the searcher, the scheduler, the stopper and callbacks."""
+    from ray import tune
+
+    experiment = _experiment_dir(args)
+    storage.repair_journal(args.optuna_storage)  # a record half-written by a killed driver
+    try:
+        tuner = tune.Tuner.restore(
+            experiment,
+            trainable=config.algo_class,
+            param_space=param_space,
+            resume_unfinished=True,
+            restart_errored=True,
+        )
+    except Exception as e:  # a damaged tuner.pkl, or a sweep file changed since
+        msg = error_line(f"{type(e).__name__}: {e}")
+        raise UsageError(f"cannot restore {experiment}: {msg}") from None
+    record_path = _record_path(args)
+    record = recovery.resumed_record(record_path, args)
+    record.write(record_path)
+    return tuner, record
+
+
+@dataclass
+class TrialPlan:
+    """How a new sweep's trials come: the searcher that draws them, how many, the scheduler
+    that stops them early (and its settings, for the record), and the first trial (the tuned
+    defaults as search parameters; None in benchmark mode)."""
+
+    searcher: Any
+    num_samples: int
+    scheduler: Any
+    scheduler_info: dict[str, Any]
+    first_trial: dict[str, Any] | None
+
+
+def plan_trials(
+    sweep: Sweep, args: argparse.Namespace, placement: Plan, param_space: dict[str, Any]
+) -> TrialPlan:
+    """Benchmark mode: one trial per seed of the param space's grid, FIFO. Sweep mode: Optuna
+    from the tuned defaults (or, with --configs-from, the source sweep's trials), ASHA or
+    FIFO."""
     if args.benchmark_seeds:
+        from ray.tune.schedulers import FIFOScheduler
+        from ray.tune.search import BasicVariantGenerator
+
         # The limit goes into the generator itself: Tune applies max_concurrent_trials only to
         # a Searcher (via ConcurrencyLimiter) and ignores it, with a warning, for a generator.
         searcher = BasicVariantGenerator(max_concurrent=placement.concurrent)
-        num_samples = 1
-        scheduler, scheduler_info = FIFOScheduler(), {"type": "fifo"}
-        first_trial = None
+        return TrialPlan(searcher, 1, FIFOScheduler(), {"type": "fifo"}, first_trial=None)
+    metric = keys.flat(_judged_by(sweep, args))  # one signal searches, prunes and stops
+    # The first trial is the tuned defaults (the config as the flags left it); with
+    # --configs-from, every trial is the source sweep's (sweeps/harness/configs_from.py).
+    if args.configs_from:
+        points, unexpressed = source_points(sweep, args), []
     else:
-        # The first trial is the tuned defaults (the config as the flags left it); with
-        # --configs-from, every trial is the source sweep's (sweeps/harness/configs_from.py).
-        if args.configs_from:
-            points, unexpressed = source_points(sweep, args), []
-        else:
-            tuned, unexpressed = tuned_point(sweep.sample_params, param_space)
-            points = [tuned]
-        searcher = make_searcher(sweep, args, metric, points_to_evaluate=points)
-        num_samples = args.num_samples
-        first_trial = {"params": points[0], "not_expressed": unexpressed}
-        print("[sweep] " + describe_first_trial(unexpressed, args.configs_from), flush=True)
-        if args.optuna_storage:
-            print(f"[sweep] Optuna study: {storage.study_call(args)}", flush=True)
-        scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
-    stop = _stop_criteria(sweep, args)
-    record = _new_record(sweep, args, config, placement, stop, scheduler_info)
-    record.first_trial = first_trial  # the tuned defaults as search parameters
-    record.write(record_path)
+        tuned, unexpressed = tuned_point(sweep.sample_params, param_space)
+        points = [tuned]
+    searcher = make_searcher(sweep, args, metric, points_to_evaluate=points)
+    print("[sweep] " + describe_first_trial(unexpressed, args.configs_from), flush=True)
+    if args.optuna_storage:
+        print(f"[sweep] Optuna study: {storage.study_call(args)}", flush=True)
+    scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
+    first_trial = {"params": points[0], "not_expressed": unexpressed}
+    return TrialPlan(searcher, args.num_samples, scheduler, scheduler_info, first_trial)
 
-    from sweeps.harness.reporting import (
-        HParamsLoggerCallback,
-        ProgressCallback,
-        WithoutTuneTensorBoardLine,
-    )
 
-    stop_reward = args.stop_reward
-    tuner = tune.Tuner(
+def build_tuner(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    config: Any,
+    param_space: dict[str, Any],
+    placement: Plan,
+    trials: TrialPlan,
+    stop: dict[str, float | None],
+    record: RunRecord,
+) -> Any:
+    """A new sweep's Tuner: the trials as planned, the run's callbacks, checkpoints and
+    retries."""
+    from ray import tune
+
+    return tune.Tuner(
         config.algo_class,
         param_space=param_space,
         tune_config=tune.TuneConfig(
-            search_alg=searcher,
-            scheduler=scheduler,
-            num_samples=num_samples,
+            search_alg=trials.searcher,
+            scheduler=trials.scheduler,
+            num_samples=trials.num_samples,
             max_concurrent_trials=placement.concurrent,
             time_budget_s=args.time_budget_s,
             reuse_actors=False,
@@ -239,31 +286,7 @@ def search(
             # Tune stops a trial once result[key] >= value for any key (flat, "/"-joined);
             # a key not reported yet never stops it; NaN (no greedy evaluation yet) never does.
             stop={key: value for key, value in stop.items() if value is not None},
-            callbacks=[
-                HParamsLoggerCallback(
-                    sweep.extra_metrics,
-                    metric=_judged_by(sweep, args),
-                    target=stop_reward
-                    if stop_reward is not None
-                    else max(record.targets, default=None),
-                ),
-                ProgressCallback(
-                    interval_s=args.progress_interval_s,
-                    metric=_judged_by(sweep, args),
-                    stop=stop,
-                    time_budget_s=args.time_budget_s,
-                    num_samples=num_samples if not args.benchmark_seeds else args.benchmark_seeds,
-                    pruning=scheduler_info["type"] == "asha",
-                    estimate=_live_estimate(sweep, args),
-                ),
-                recovery.FailureLog(),
-                recovery.InterruptWatch(),
-                # Tune's result.json / progress.csv loggers, trimmed to the checkpoint a trial
-                # restarts from: no (trial, iteration) row written twice.
-                recovery.ResultJsonLogger(),
-                recovery.ProgressCsvLogger(),
-                WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
-            ],
+            callbacks=_callbacks(sweep, args, trials, stop, record),
             checkpoint_config=tune.CheckpointConfig(
                 checkpoint_frequency=args.checkpoint_freq,
                 checkpoint_at_end=args.checkpoint_freq > 0,
@@ -273,7 +296,47 @@ def search(
             verbose=0,
         ),
     )
-    return tuner, record
+
+
+def _callbacks(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    trials: TrialPlan,
+    stop: dict[str, float | None],
+    record: RunRecord,
+) -> list[Any]:
+    """TensorBoard HParams, the progress line, the failure log and interrupt watch, and Tune's
+    result loggers trimmed to a trial's checkpoint."""
+    from sweeps.harness.reporting import (
+        HParamsLoggerCallback,
+        ProgressCallback,
+        WithoutTuneTensorBoardLine,
+    )
+
+    stop_reward = args.stop_reward
+    return [
+        HParamsLoggerCallback(
+            sweep.extra_metrics,
+            metric=_judged_by(sweep, args),
+            target=stop_reward if stop_reward is not None else max(record.targets, default=None),
+        ),
+        ProgressCallback(
+            interval_s=args.progress_interval_s,
+            metric=_judged_by(sweep, args),
+            stop=stop,
+            time_budget_s=args.time_budget_s,
+            num_samples=trials.num_samples if not args.benchmark_seeds else args.benchmark_seeds,
+            pruning=trials.scheduler_info["type"] == "asha",
+            estimate=_live_estimate(sweep, args),
+        ),
+        recovery.FailureLog(),
+        recovery.InterruptWatch(),
+        # Tune's result.json / progress.csv loggers, trimmed to the checkpoint a trial
+        # restarts from: no (trial, iteration) row written twice.
+        recovery.ResultJsonLogger(),
+        recovery.ProgressCsvLogger(),
+        WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
+    ]
 
 
 def fit(tuner: Any) -> Any:
@@ -303,89 +366,23 @@ def fit(tuner: Any) -> Any:
 
 
 def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunRecord) -> int:
-    """Close the run record (status, failures, end time), print the best trial, the failures
-    and errors, and return the exit code."""
+    """Close the run record (status, failures, end time, the held-out figure), print the best
+    trial, the failures and errors, and return the exit code."""
     experiment = _experiment_dir(args)
     interrupted = recovery.INTERRUPTED.is_set()
     errors = [] if results is None else [r for r in results if r.error is not None]
     failures = recovery.read_failures(experiment)
-    record.failures = failures
-    record.ended_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    record.machine.load_at_end = load_average()
-    if interrupted or results is None:
-        record.status = "interrupted"
-    else:
-        record.status = "failed" if errors else "finished"
-        try:
-            stale = recovery.close_stale_study_trials(args.optuna_storage, args.name)
-        except Exception as e:  # a database that stopped answering: say so, finish anyway
-            stale = 0
-            print(f"[sweep] Optuna study not checked for stale trials: {error_line(str(e))}")
-        if stale:
-            record.optuna_stale_trials_failed = stale
-            print(f"[sweep] Optuna: {stale} trial(s) left RUNNING by a killed driver marked FAIL")
+    outcome.close_record(args, record, results, errors, failures, interrupted)
     judged = _judged_by(sweep, args)
-    from sweeps.harness.reporting import best_trial, print_best
-
-    best = best_trial(results, judged) if results is not None else None
-    held_out = None
-    if best is not None and not interrupted and getattr(args, "final_episodes", 0):
-        # The final figure, and the pick, on held-out episodes (sweeps/harness/held_out_pick.py).
-        from sweeps.harness import held_out_pick
-        from sweeps.harness.common import HELD_OUT_SEED
-
-        held_out = held_out_pick.evaluate_best(
-            results, judged, args.final_episodes, HELD_OUT_SEED, bool(args.benchmark_seeds)
-        )
-        record.held_out = held_out.summary()
-        if held_out.best is not None:
-            best = held_out.best.result
+    best, held_out = outcome.pick_best(args, results, judged, record, interrupted)
     record.write(storage.join(experiment, RECORD_FILE))
 
     print()
     if results is None or len(results) == 0:
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
-    reached_any = False
-    for r in results:
-        m = r.metrics or {}
-        if args.stop_reward is not None and (keys.get(m, judged) or -math.inf) >= args.stop_reward:
-            reached_any = True
-    print(f"[sweep] {len(results)} trial(s), {len(errors)} errored; folder: {experiment}")
-    if held_out is not None:
-        from sweeps.harness.held_out_pick import lines
-
-        print("\n".join(f"[sweep] {line}" for line in lines(held_out, record.optimum)))
-    if best is not None:
-        print_best(best, record, keys.flat(judged), held_out.best if held_out else None)
-    for f in failures:
-        start = f.get("checkpoint_iteration", 0)
-        what = (
-            "not retried"
-            if not f["retried"]
-            else f"retried from its checkpoint at iteration {start}"
-            if start
-            else "retried from the start (no checkpoint yet)"
-        )
-        print(
-            f"[sweep] failure {f['failure']} of trial {f['trial']} (after iteration "
-            f"{f['iteration']}), {what}: {f['error']}"
-        )
-    for r in errors:
-        print(f"[sweep] ERROR in {Path(r.path).name}: {error_line(str(r.error))}")
-    print(f"[sweep] TensorBoard: tensorboard --logdir {experiment}")
-    if interrupted:
-        print(
-            f"[sweep] interrupted; continue with: "
-            f"python sweeps/{sweep.name}.py --resume {experiment}"
-        )
-        return 130
-    if errors:
-        return 1
-    if args.as_test and not reached_any:
-        print(f"[sweep] --as-test: no trial reached {keys.flat(judged)} >= {args.stop_reward}")
-        return 1
-    return 0
+    outcome.print_outcome(experiment, results, errors, failures, best, held_out, record, judged)
+    return outcome.exit_code(sweep.name, experiment, args, results, errors, interrupted, judged)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,134 @@
+"""The report's reproducibility section as Markdown lines: every run (status, dates, load, commit),
+the exact command of each, the machines, package versions and commits they ran on, and what
+collecting them skipped, de-duplicated or repaired."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analysis.fmt import DASH, fmt_int, markdown_table
+
+
+def reproducibility_section(
+    runs: pd.DataFrame,
+    skipped: Sequence[str],
+    deduped: Sequence[str] = (),
+    repaired: Sequence[str] = (),
+) -> list[str]:
+    """The runs behind the report and how to run each again; ``skipped``, ``deduped`` and
+    ``repaired``: what collecting them left out, counted once or repaired."""
+    exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
+    lines = ["## Reproducibility", "", "### Runs", "", _runs_table(runs, exps), ""]
+    lines += _commands(exps)
+    lines += _environments(exps)
+    lines += _collection_notes(skipped, deduped, repaired)
+    return lines
+
+
+def _runs_table(runs: pd.DataFrame, exps: pd.DataFrame) -> str:
+    """One row per run: what it ran, how many trials, its status, dates, load and commit."""
+    n_trials = runs.groupby("experiment")["trial_id"].nunique()
+    header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
+    header += ["started", "ended", "load (1 min)", "git commit"]
+    rows = [
+        [
+            e["experiment"],
+            e["kind"],
+            e["algo"],
+            e["env"],
+            e["variant"] or DASH,
+            str(n_trials[e["experiment"]]),
+            e["run_status"] or DASH,
+            e["started_at"] or DASH,
+            e["ended_at"] or DASH,
+            e.get("load") if isinstance(e.get("load"), str) and e.get("load") else DASH,
+            _commit_cell(e, 12),
+        ]
+        for _, e in exps.iterrows()
+    ]
+    return markdown_table(header, rows)
+
+
+def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:
+    """A run's commit, flagged when it ran from a modified working tree (run.json git_dirty)."""
+    commit = experiment["git_commit"]
+    if not commit:
+        return DASH
+    dirty = str(experiment.get("git_dirty", "")) == "true"
+    return f"`{commit[:width]}`" + (" + uncommitted changes" if dirty else "")
+
+
+def _commands(exps: pd.DataFrame) -> list[str]:
+    """The exact command of each run, from its run.json."""
+    lines = ["### Commands", "", "The exact command that produced each run (from run.json):", ""]
+    lines += ["```bash"]
+    for _, e in exps.iterrows():
+        lines += [f"# {e['experiment']}", e["command"] or "# (command not recorded)"]
+    return lines + ["```", ""]
+
+
+def _environments(exps: pd.DataFrame) -> list[str]:
+    """The machines, package versions and commits the runs ran on, each with its runs."""
+    machine_cols = ["cpus", "gpus", "cpu_model", "platform"]
+    lines = ["### Machines", ""]
+    lines += [
+        markdown_table(
+            ["CPUs", "GPUs", "CPU model", "platform", "experiments"],
+            [
+                [fmt_int(r[0]) if r[0] != DASH else DASH, *r[1:]]
+                for r in _grouped(exps, machine_cols)
+            ],
+        ),
+        "",
+    ]
+    version_cols = ["ray_version", "torch_version", "python_version"]
+    lines += ["### Package versions", ""]
+    lines += [
+        markdown_table(["ray", "torch", "python", "experiments"], _grouped(exps, version_cols)),
+        "",
+    ]
+    commits = sorted({_commit_cell(e) for _, e in exps.iterrows() if e["git_commit"]})
+    return lines + ["### Git commits", ""] + [f"- {c}" for c in commits] + [""]
+
+
+def _grouped(exps: pd.DataFrame, cols: list[str]) -> list[list[str]]:
+    """One row per distinct value of ``cols``: the values and the runs that share them."""
+    out = []
+    for keys, g in exps.groupby(cols, sort=True):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        out.append([*(str(k) if str(k) else DASH for k in keys), ", ".join(g["experiment"])])
+    return out
+
+
+def _collection_notes(
+    skipped: Sequence[str], deduped: Sequence[str], repaired: Sequence[str]
+) -> list[str]:
+    """What collecting the runs skipped, counted once (rows reported twice) or repaired (a
+    training clock restarted at a restore)."""
+    lines = []
+    if skipped:
+        lines += ["### Skipped while collecting", ""] + [f"- {s}" for s in skipped] + [""]
+    if deduped:
+        lines += [
+            "### Rows reported twice",
+            "",
+            "A trial restored from a checkpoint reports the iterations after it again; each "
+            "(trial, iteration) is counted once, from its last report.",
+            "",
+            *(f"- {d}" for d in deduped),
+            "",
+        ]
+    if repaired:
+        lines += [
+            "### Training clocks repaired",
+            "",
+            "These trials were restored from a checkpoint by a version of the suite whose "
+            "training clock started again from zero at a restore; their clock (time to "
+            "target, env steps/s) was continued from its value at the checkpoint.",
+            "",
+            *(f"- {r}" for r in repaired),
+            "",
+        ]
+    return lines
