@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from analysis import collect, curves, report
-from sweeps.harness.common import OneLineErrorParser, UsageError
+from sweeps.harness.errors import OneLineErrorParser, UsageError
 
 COMMANDS = {
     "collect": (collect, "collect experiment folders into one tidy table (runs.csv)"),

@@ -29,7 +29,8 @@ from typing import Any
 import pandas as pd
 
 from analysis.run_folder import HP_PREFIX, RUN_FILE, read_experiment
-from sweeps.harness.common import UsageError, atomic_write_text, check_writable
+from sweeps.harness.errors import UsageError
+from sweeps.harness.files import atomic_write_text, check_writable
 
 RUNS_CSV = "runs.csv"
 

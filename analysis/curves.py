@@ -29,7 +29,8 @@ import pandas as pd
 from analysis.collect import add_inputs, gather
 from analysis.fmt import DASH, fmt_float, fmt_int, fmt_time, markdown_table
 from analysis.tables import SIGNALS, TRIAL_KEY, targets_of
-from sweeps.harness.common import UsageError, atomic_write_text, check_writable
+from sweeps.harness.errors import UsageError
+from sweeps.harness.files import atomic_write_text, check_writable
 
 DEFAULT_AT = "0.5M,1M,1.5M,2M,2.5M,3M,4M,5M"
 

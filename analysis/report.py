@@ -41,7 +41,8 @@ from analysis.collect import (
 )
 from analysis.fmt import slug
 from analysis.workload import Workload, workloads
-from sweeps.harness.common import HELD_OUT_SEED, UsageError, atomic_write_text, check_writable
+from sweeps.harness.errors import UsageError
+from sweeps.harness.files import HELD_OUT_SEED, atomic_write_text, check_writable
 from sweeps.workloads import NAMED
 
 REPORT_FILE = "REPORT.md"

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness.common import EVALUATION_FILE, dotted, number
+from sweeps.harness.files import EVALUATION_FILE
 from sweeps.harness.record import RECORD_FILE, Machine, RunRecord
+from sweeps.harness.values import dotted, number
 
 RUN_FILE = RECORD_FILE
 PARAMS_FILE = "params.json"

@@ -27,7 +27,7 @@ from analysis.fmt import (
     markdown_table,
 )
 from analysis.workload import Workload
-from sweeps.harness.common import HELD_OUT_SEED
+from sweeps.harness.files import HELD_OUT_SEED
 
 # Column headers that the summary and the detail tables share (and the test matches on).
 CONFIG = "configuration"

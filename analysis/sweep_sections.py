@@ -24,7 +24,7 @@ from analysis.fmt import (
 )
 from analysis.hparams import MIN_TRIALS as MIN_IMPORTANCE_TRIALS
 from analysis.run_folder import COMPLETED, ERRORED, INCOMPLETE, STOPPED_EARLY
-from sweeps.harness.common import readable
+from sweeps.harness.values import readable
 
 # --- Sweeps -------------------------------------------------------------------------------------
 

@@ -74,7 +74,7 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
 
     from envs import CABS_REQUESTS
     from sweeps.harness.cli import apply_settings, build_parser
-    from sweeps.harness.common import UsageError
+    from sweeps.harness.errors import UsageError
 
     module = importlib.import_module(f"sweeps.{args.algo}_cabs")
     variant = "requests" if args.env == CABS_REQUESTS else "base"
@@ -162,7 +162,7 @@ def _held_out(algo: Any, args: argparse.Namespace, last: dict[str, Any]) -> dict
     """The sweep's end-of-run figure (``sweeps.harness.held_out_eval``) of the learner's current
     network: % of the optimum over ``--held-out`` fixed episodes, the optimal policy on the same
     ones."""
-    from sweeps.harness.common import HELD_OUT_SEED
+    from sweeps.harness.files import HELD_OUT_SEED
     from sweeps.harness.held_out_eval import evaluate_module
 
     record = evaluate_module(learner_module(algo), args.env, {}, args.held_out, HELD_OUT_SEED)

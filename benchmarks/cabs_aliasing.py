@@ -143,8 +143,7 @@ GRID = [
 
 
 def markdown(rows: list[Row], heuristic: float, command: str, seconds: float) -> str:
-    from sweeps.harness.common import cpu_model
-    from sweeps.harness.record import git_commit, versions
+    from sweeps.harness.record import cpu_model, git_commit, versions
 
     v = versions()
     lines = [
@@ -196,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/cabs_aliasing.py" + (f" --out {args.out}" if args.out else "")
     text = markdown(rows, heuristic, command, time.monotonic() - start)
     if args.out:
-        from sweeps.harness.common import atomic_write_text
+        from sweeps.harness.files import atomic_write_text
 
         atomic_write_text(Path(args.out), text)
         print(f"wrote {args.out}")

@@ -65,7 +65,8 @@ from pathlib import Path
 
 from sweeps.harness.cli import add_gym_arguments, count, positive_float
 from sweeps.harness.cli import build_parser as sweep_parser
-from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable
+from sweeps.harness.errors import OneLineErrorParser, UsageError
+from sweeps.harness.files import check_writable
 from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.storage import is_uri
 

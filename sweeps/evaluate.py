@@ -45,7 +45,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sweeps.harness.cli import count
-from sweeps.harness.common import HELD_OUT_SEED, OneLineErrorParser, UsageError
+from sweeps.harness.errors import OneLineErrorParser, UsageError
+from sweeps.harness.files import HELD_OUT_SEED
 from sweeps.harness.held_out_eval import describe, evaluate_trial
 
 

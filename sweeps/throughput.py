@@ -36,7 +36,8 @@ from typing import Any
 from sweeps.benchmark import ALGOS, _algo_list, _int_list
 from sweeps.harness import keys
 from sweeps.harness.cli import apply_settings, count, positive_float, setting
-from sweeps.harness.common import OneLineErrorParser, UsageError, atomic_write_text, check_writable
+from sweeps.harness.errors import OneLineErrorParser, UsageError
+from sweeps.harness.files import atomic_write_text, check_writable
 from sweeps.perf import perf_report
 from sweeps.workloads import NAMED
 

@@ -12,7 +12,7 @@ import pytest
 
 from sweeps import evaluate
 from sweeps.harness import held_out_eval as greedy
-from sweeps.harness.common import EVALUATION_FILE
+from sweeps.harness.files import EVALUATION_FILE
 
 
 def test_ci95_is_students_t_interval() -> None:

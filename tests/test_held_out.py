@@ -16,7 +16,7 @@ import pytest
 from sweeps.harness import held_out_eval as greedy
 from sweeps.harness import held_out_pick as final
 from sweeps.harness import keys
-from sweeps.harness.common import EVALUATION_FILE, HELD_OUT_SEED
+from sweeps.harness.files import EVALUATION_FILE, HELD_OUT_SEED
 
 
 def _trial_with_checkpoint(folder: Path, env_id: str = "Cabs-v0") -> Path:

@@ -239,7 +239,8 @@ def test_resume_rebuilds_the_recorded_arguments(as_uri, tmp_path, no_ray):
 def test_check_writable(tmp_path):
     """An existing file (a report or runs.csv written again) passes; a path under a file, or
     where no folder can be made (/proc: os.access says yes to root there), is refused."""
-    from sweeps.harness.common import UsageError, check_writable
+    from sweeps.harness.errors import UsageError
+    from sweeps.harness.files import check_writable
 
     (tmp_path / "runs.csv").write_text("old\n")
     for ok in ("runs.csv", "new/deeper/runs.csv", "."):

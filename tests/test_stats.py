@@ -11,7 +11,7 @@ import pytest
 
 from analysis import hparams, stats
 from sweeps.harness.cli import setting
-from sweeps.harness.common import readable
+from sweeps.harness.values import readable
 
 
 def test_km_median_of_seeds_that_all_reached_is_their_median_inside_its_interval():

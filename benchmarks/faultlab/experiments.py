@@ -110,7 +110,7 @@ def recheck(run: Path) -> dict[str, Any]:
     """Re-read the sweep folders of a finished driver run with today's ``check_sweep`` (a run
     made before a check or a figure was added gets it from its own folders; nothing is re-run)
     and rewrite its summary.json, which then says when and at which commit."""
-    from sweeps.harness.common import atomic_write_text
+    from sweeps.harness.files import atomic_write_text
     from sweeps.harness.record import git_commit
 
     summary = recheck_readable(run)

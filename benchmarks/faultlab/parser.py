@@ -7,7 +7,7 @@ import datetime as dt
 import math
 
 from benchmarks.faultlab.common import MAIN_JOB_ARGS
-from sweeps.harness.common import OneLineErrorParser
+from sweeps.harness.errors import OneLineErrorParser
 
 DESCRIPTION = (
     "Fault injection: kill a sweep at random moments drawn from a seed, then check what survived."

@@ -17,8 +17,7 @@ from benchmarks.faultlab.parser import build_parser
 
 def environment() -> dict[str, Any]:
     """Command, machine, load, commit and versions of a fault run."""
-    from sweeps.harness.common import cpu_model
-    from sweeps.harness.record import git_commit, git_dirty, load_average, versions
+    from sweeps.harness.record import cpu_model, git_commit, git_dirty, load_average, versions
 
     return {
         "command": shlex.join(["python", "benchmarks/faults.py", *sys.argv[1:]]),

@@ -26,7 +26,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
 from sweeps.harness import keys
-from sweeps.harness.common import number
+from sweeps.harness.values import number
 
 
 def _optimum(env_id: Any, env_config: dict) -> float | None:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.harness import storage
-from sweeps.harness.common import OneLineErrorParser, UsageError, check_writable, error_line
+from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
+from sweeps.harness.files import check_writable
 from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.sweep import Sweep
 

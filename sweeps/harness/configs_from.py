@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness.common import UsageError
+from sweeps.harness.errors import UsageError
 from sweeps.harness.record import RECORD_FILE, RunRecord
 from sweeps.harness.space import search_space_description
 from sweeps.harness.sweep import Sweep

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sweeps.harness.common import EVALUATION_FILE, atomic_write_text
+from sweeps.harness.files import EVALUATION_FILE, atomic_write_text
 
 # Student's t at 97.5% for 1..30 degrees of freedom (a 95% two-sided interval); 1.96 beyond.
 _T975 = (

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.harness import keys
-from sweeps.harness.common import number
+from sweeps.harness.values import number
 
 # A runner-up is "within noise" of the best trial when its final judged return is at least
 # (1 - NOISE_FRACTION) x the best's: a 5-episode greedy mean from random cab start states

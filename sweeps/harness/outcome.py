@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.harness import keys, recovery
-from sweeps.harness.common import error_line
+from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, load_average
 
 
@@ -53,7 +53,7 @@ def pick_best(
         return best, None
     # The final figure, and the pick, on held-out episodes (sweeps/harness/held_out_pick.py).
     from sweeps.harness import held_out_pick
-    from sweeps.harness.common import HELD_OUT_SEED
+    from sweeps.harness.files import HELD_OUT_SEED
 
     held_out = held_out_pick.evaluate_best(
         results, judged, args.final_episodes, HELD_OUT_SEED, bool(args.benchmark_seeds)

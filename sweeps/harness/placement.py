@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweeps.harness.common import UsageError
+from sweeps.harness.errors import UsageError
 
 # The custom resource a CPU worker node declares (``ray start --resources='{"cpu_worker": 1000}'``)
 # and each env runner's share of it: a marker, not a limit (CPUs are the limit).

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sweeps.harness import common, storage
+from sweeps.harness import storage
 
 if TYPE_CHECKING:
     from sweeps.harness.placement import Plan
@@ -242,7 +242,7 @@ def machine(plan: Plan) -> Machine:
     return Machine(
         cpus=plan.cpus,
         gpus=plan.gpus,
-        cpu_model=common.cpu_model(),
+        cpu_model=cpu_model(),
         platform=platform.platform(),
         load_at_start=load_average(),
     )
@@ -274,3 +274,16 @@ def _jsonable(value: Any) -> Any:
 def write_record(location: str, record: dict[str, Any]) -> None:
     """Write ``run.json`` at ``location`` (a local path or a storage URI), its folder created."""
     storage.write_text(location, json.dumps(_jsonable(record), indent=2, sort_keys=True))
+
+
+def cpu_model() -> str:
+    """This machine's CPU model name (``/proc/cpuinfo``; else the platform's processor)."""
+    import platform
+
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()

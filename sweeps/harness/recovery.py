@@ -21,7 +21,7 @@ from ray.tune.callback import Callback
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
 from sweeps.harness import storage
-from sweeps.harness.common import error_line
+from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, git_commit, git_dirty
 
 # Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles

@@ -23,7 +23,7 @@ from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
 from sweeps.harness import keys
-from sweeps.harness.common import dotted, number, readable
+from sweeps.harness.values import dotted, number, readable
 
 if TYPE_CHECKING:
     from sweeps.harness.record import RunRecord

@@ -19,9 +19,9 @@ from typing import Any
 
 from sweeps.harness import keys, outcome, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args
-from sweeps.harness.common import UsageError, error_line
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
+from sweeps.harness.errors import UsageError, error_line
 from sweeps.harness.placement import Plan, make_plan
 from sweeps.harness.placement import configure as configure_placement
 from sweeps.harness.record import (

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness.common import UsageError, atomic_write_text, check_writable, error_line
+from sweeps.harness.errors import UsageError, error_line
+from sweeps.harness.files import atomic_write_text, check_writable
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 

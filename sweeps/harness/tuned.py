@@ -19,9 +19,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.harness.common import dotted
 from sweeps.harness.space import ask_trial
 from sweeps.harness.sweep import SampleFn
+from sweeps.harness.values import dotted
 
 # Int parameters are searched this far beyond their range (out-of-range values are allowed in an
 # enqueued point; Optuna warns): --set train_batch_size=512 is 2**9 above a 2**5..2**8 space.

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sweeps.benchmark import ALGOS
-from sweeps.harness import common
+from sweeps.harness.record import cpu_model
 from sweeps.workloads import NAMED
 
 
@@ -32,14 +32,14 @@ TOTALS = ("· ", "sample() total", "timers/training_iteration", "timers/training
 
 def machine() -> dict[str, Any]:
     """CPUs, GPU (or none) and CPU model of this machine; load averages are added by callers."""
-    cpu_model = common.cpu_model()
+    model = cpu_model()
     try:
         import torch
 
         gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     except Exception:  # a broken CUDA install reads as no GPU
         gpu = None
-    return {"cpus": os.cpu_count() or 1, "gpu": gpu, "cpu_model": cpu_model}
+    return {"cpus": os.cpu_count() or 1, "gpu": gpu, "cpu_model": model}
 
 
 def load_average() -> float:

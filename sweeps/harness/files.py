@@ -1,0 +1,48 @@
+"""Files the suite writes: atomically, after checking they can be written; the name and seed of
+a trial's held-out evaluation. Standard library only."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from sweeps.harness.errors import UsageError
+
+# A trial folder's final greedy evaluation, written by ``python -m sweeps.evaluate`` and read by
+# ``python -m analysis``.
+EVALUATION_FILE = "final_evaluation.json"
+# Its episodes are seeded from here on (training and the periodic evaluation use small seeds),
+# the same for every trial: the held-out episodes.
+HELD_OUT_SEED = 1_000_000
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through ``<path>.tmp`` and a rename: a reader (or a run killed
+    mid-write) never sees a half-written file."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def check_writable(path: Path) -> None:
+    """Raise ``UsageError`` unless ``path`` (a file or folder to be created) can be written.
+
+    The nearest existing folder takes a probe folder, made and removed at once: ``os.access``
+    says yes to root on read-only and virtual file systems (``/proc``, a read-only mount)."""
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"{path}: not writable")
+    parent = path if path.is_dir() else path.parent  # an existing file is written in place
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise UsageError(f"{path}: cannot be created ({parent} is not a directory)")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"{path}: not writable ({parent} is not writable)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".write-probe-", dir=parent))
+    except OSError as e:
+        raise UsageError(
+            f"{path}: cannot be created ({parent} refuses new folders: {e.strerror})"
+        ) from None
