@@ -25,7 +25,7 @@ PONG = "Pong-v5-rllib"
 
 _VARIANT_IDS = {"base": CABS, "requests": CABS_REQUESTS}
 
-__all__ = ["CABS", "CABS_REQUESTS", "PONG", "env_id_for", "make", "register_envs"]
+__all__ = ["CABS", "CABS_REQUESTS", "PONG", "env_id_for", "exact_optimum", "make", "register_envs"]
 
 
 def env_id_for(variant: str) -> str:
@@ -36,6 +36,17 @@ def env_id_for(variant: str) -> str:
         raise ValueError(
             f"unknown cab variant {variant!r}; expected one of {sorted(_VARIANT_IDS)}"
         ) from None
+
+
+def exact_optimum(env_id: Any, config: Mapping[str, Any] | None = None) -> float | None:
+    """The exact optimal expected return of a suite env that has one (the cab variants: the DP
+    value, ``envs/optimum.py``), else None."""
+    variant = {CABS: "base", CABS_REQUESTS: "requests"}.get(env_id)
+    if variant is None:
+        return None
+    from envs.optimum import optimum_value
+
+    return float(optimum_value(variant, tm_seed=int((config or {}).get("tm_seed", 0))))
 
 
 def _make_cabs(config: Mapping[str, Any] | None = None) -> Any:

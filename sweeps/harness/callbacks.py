@@ -25,20 +25,9 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
+from envs import exact_optimum
 from sweeps.harness import keys
 from sweeps.harness.values import number
-
-
-def _optimum(env_id: Any, env_config: dict) -> float | None:
-    """The exact optimal expected return of the env, where its workload knows one (the cab
-    env's), else None."""
-    from sweeps.workloads import NAMED
-
-    for workload in NAMED.values():
-        optimum = workload.optimum_of_env(env_id, env_config)
-        if optimum is not None:
-            return optimum
-    return None
 
 
 def _one_torch_thread_per_cpu(config: Any) -> None:
@@ -78,7 +67,7 @@ class SuiteCallbacks(RLlibCallback):
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         _one_torch_thread_per_cpu(algorithm.config)
-        self._optimum = _optimum(algorithm.config.env, dict(algorithm.config.env_config))
+        self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         # Start-up (building runners, learners, the DP above) is not training time.
         self._mark = time.perf_counter()
 

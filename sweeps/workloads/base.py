@@ -66,11 +66,6 @@ class Workload:
         """What the workload adds to the run record: env, variant, optimum, references."""
         return {"env": self.name, "variant": None, "optimum": None, "references": None}
 
-    def optimum_of_env(self, env_id: Any, env_config: dict) -> float | None:
-        """The exact optimal expected return of an env this workload builds, if it has one (the
-        callbacks report each result's % of it)."""
-        return None
-
     def dry_run_lines(self, args: argparse.Namespace) -> list[str]:
         """What ``--dry-run`` says about the env (sweep and benchmark alike)."""
         return []

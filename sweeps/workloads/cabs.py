@@ -74,16 +74,6 @@ class Cabs(Workload):
         optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
         return {"env": self.name, "variant": args.variant, "optimum": optimum, "references": None}
 
-    def optimum_of_env(self, env_id: Any, env_config: dict) -> float | None:
-        import envs
-
-        if env_id not in (envs.CABS, envs.CABS_REQUESTS):
-            return None
-        from envs.optimum import optimum_value
-
-        variant = "requests" if env_id == envs.CABS_REQUESTS else "base"
-        return float(optimum_value(variant, tm_seed=int(env_config.get("tm_seed", 0))))
-
     def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
         for flag in ("env_config", "target"):
             if getattr(args, flag, None) is not None:
