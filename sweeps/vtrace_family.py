@@ -83,13 +83,14 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 # sample is ~670 steps: ~4 updates where there was one), weights to the runner after every update
 # (less policy lag), value loss 0.5, and a small entropy bonus annealed to 0 over 3M env steps
 # (advantages are not normalised: on Pong they are ~0.1, and 0.01 pulled the policy back to
-# uniform). On APPO seed 0, a floor of 0.001 instead of 0 kept the policy's entropy near 1 nat
-# but reached a return of 0 no sooner and 10 not within 60 minutes (results/pong/candidates/).
-# Throughput: results/pong/THROUGHPUT.md; learning curve: results/pong/REPORT.md.
+# uniform). The probes behind these choices, side by side by env steps:
+# results/pong/candidates/CURVES.md. Throughput: results/pong/THROUGHPUT.md; learning curve:
+# results/pong/REPORT.md.
 # ------------------------------------------------------------------------------------------------
 
 PONG_FRAGMENT = 20
 ENTROPY_ANNEAL_STEPS = 3_000_000
+LR_ANNEAL_STEPS = 6_000_000  # where an annealed learning rate reaches its end (impala_pong.py)
 PONG_TUNED: dict[str, Any] = {
     "train_batch_size_per_learner": 500,
     "minibatch_size": 160,
@@ -112,17 +113,26 @@ PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}
 
 
 def sample_pong(
-    trial: Any, *, lr: tuple[float, float], vf_loss_coeff: tuple[float, float]
+    trial: Any,
+    *,
+    lr: tuple[float, float],
+    vf_loss_coeff: tuple[float, float],
+    anneal_lr: bool = False,
 ) -> dict[str, Any]:
     """The search space both share on Pong, around each one's own ``lr`` and ``vf_loss_coeff``
     ranges (log-uniform and uniform); returns real config values. Fragment and batch are
     log-uniform integers, not powers of 2, so that the tuned 20 and 500 (the first trial) are in
     the space; the entropy bonus is its start and its floor, annealed over the first 3M env
-    steps."""
+    steps; with ``anneal_lr`` the learning rate is its start and its end, annealed linearly over
+    ``LR_ANNEAL_STEPS``."""
     start = trial.suggest_float("hp/entropy_start", 5e-4, 1e-2, log=True)
     floor = trial.suggest_categorical("hp/entropy_floor", [0.0, 0.0005, 0.001, 0.002])
+    rate: Any = trial.suggest_float("hp/lr", *lr, log=True)
+    if anneal_lr:
+        end = trial.suggest_float("hp/lr_end", lr[0] / 20, lr[1], log=True)
+        rate = [[0, rate], [LR_ANNEAL_STEPS, end]]
     return {
-        "lr": trial.suggest_float("hp/lr", *lr, log=True),
+        "lr": rate,
         "entropy_coeff": [[0, start], [ENTROPY_ANNEAL_STEPS, floor]],
         "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", *vf_loss_coeff),
         "rollout_fragment_length": trial.suggest_int("hp/fragment", 16, 128, log=True),

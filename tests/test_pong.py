@@ -100,10 +100,12 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.train_batch_size_per_learner == 500
     assert config.minibatch_size % config.rollout_fragment_length == 0  # whole V-trace rows
     assert config.num_epochs == 1 and config.broadcast_interval == 1
-    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
     if algo == "appo":
+        assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
-    else:
+    else:  # no trust region: a floor under the entropy bonus, the learning rate annealed
+        assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0005]]
+        assert config.lr == [[0, 0.0005], [6_000_000, 0.00005]]
         assert config.learner_queue_size == 2
 
 
