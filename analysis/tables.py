@@ -17,6 +17,9 @@ Vocabulary:
   seed, the same seeds (:func:`exact_ratio`): never a ratio with a censored median on one side;
 * *scaling* is measured from the fewest remote env runners (>= 1); 0 remote runners (sampling in
   the learner's process) is its own row, not n = 1.
+
+One file (over 500 lines): the tables share the vocabulary above and feed each other (time to
+target -> summaries -> speedups); split, each part would import the rest.
 """
 
 from __future__ import annotations

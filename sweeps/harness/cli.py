@@ -2,6 +2,9 @@
 
 Validation happens here, before Ray starts and before any folder is created: bad input gets one
 clear line and exit code 2.
+
+One file (over 500 lines) because the flags are one parser: splitting its groups across modules
+would scatter the defaults (``SHARED_DEFAULTS``) from the flags they belong to.
 """
 
 from __future__ import annotations

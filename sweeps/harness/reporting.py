@@ -7,6 +7,9 @@ judging return, % of optimum, time to target, env steps/s, each described), then
 ``CURATED_METRICS``. ``ProgressCallback`` prints a sweep-level status line and a short table,
 best trial first, every few seconds instead of Tune's config dumps; ``WithoutTuneTensorBoardLine``
 keeps Tune's temporary TensorBoard command off the terminal.
+
+One file (over 500 lines): the HParams view, the progress table and the best-trial lines read the
+same curated columns (``leading_columns``), which would otherwise be defined twice.
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ A sweep file (``sweeps/<algo>_<env>.py``) states only what differs and hands a `
 (``sweeps/harness/sweep.py``) to ``run()``. Everything else — the flags, Optuna/ASHA, placement,
 TensorBoard HParams, the run record, the summary and exit code — lives here, once (the
 summarise step's pieces in ``sweeps/harness/outcome.py``).
+
+One file (over 500 lines): the run's steps share its searcher, scheduler and stop criteria, and
+read top to bottom in the order they run.
 """
 
 from __future__ import annotations

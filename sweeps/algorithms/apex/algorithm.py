@@ -2,6 +2,8 @@
 every runner, feeds the learner from the replay shards, writes priorities back and syncs
 weights; and :func:`register`. What it reports under ``result["apex"]`` is in ``metrics.py``.
 The data flow is described in the package docstring (``sweeps/algorithms/apex/__init__.py``).
+One file (over 500 lines): the loop's request queues, replay feeding and weight syncs share one
+state, as RLlib keeps each algorithm's training step in one file.
 """
 
 from __future__ import annotations
