@@ -21,10 +21,9 @@ settings above are not yet re-tuned for them.
 
 Results to expect
 -----------------
-On a GPU box with 4+ actors: a return of 18+ after ~3M env steps (the old implementation's figure,
-with 84x84 frames). On 2 CPU cores the learner is the bottleneck (``results/pong/PROFILE.md``);
-the Pong run of record is APPO's (``results/pong/REPORT.md``).
-On the 2-core CPU machines here: not reached (see ``results/pong/REPORT.md``).
+``results/pong/THROUGHPUT.md`` and ``results/pong/PROFILE.md``: env steps/s and where the time goes
+on 2 CPU cores (the learner is the bottleneck there); ``results/pong/REPORT.md``: the Pong runs of
+record, where Ape-X has not yet been run to a target.
 """
 
 from __future__ import annotations

@@ -15,10 +15,9 @@ re-tuned for them.
 
 Results to expect
 -----------------
-A single DQN learner reaches 18+ on Pong after ~2-3M env steps on a GPU box (Rainbow-style
-figures, 84x84 frames). On 2 CPU cores its learner trains ~8 replayed steps per sampled one, so
-sampling is slow (``results/pong/THROUGHPUT.md``); the Pong run of record is APPO's
-(``results/pong/REPORT.md``).
+``results/pong/THROUGHPUT.md`` and ``results/pong/PROFILE.md``: env steps/s and where the time goes
+on 2 CPU cores (the learner trains several replayed steps per sampled one, so sampling is slow);
+``results/pong/REPORT.md``: the Pong runs of record, where DQN has not yet been run to a target.
 """
 
 from __future__ import annotations
