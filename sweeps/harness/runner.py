@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
@@ -475,7 +476,7 @@ def _new_record(
         kind="benchmark" if args.benchmark_seeds else "sweep",
         # A database password in --optuna-storage is not kept (the searcher holds the URL).
         command=storage.without_password(
-            " ".join(["python", f"sweeps/{sweep.name}.py", *args.argv])
+            shlex.join(["python", f"sweeps/{sweep.name}.py", *args.argv])
         ),
         argv=[storage.without_password(a) for a in args.argv],
         args={
