@@ -75,10 +75,15 @@ class Workload:
     def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
         """Check the benchmark's workload flags (``--variant``, ``--env-config``, ``--target``)
         and fill their defaults; a ValueError (one line) when they don't fit."""
-        for flag in ("variant", "env_config", "target"):
+        self.refuse(args, ("variant", "env_config", "target"), "{flag}: {env} takes no {flag}")
+
+    @staticmethod
+    def refuse(args: argparse.Namespace, flags: tuple[str, ...], why: str) -> None:
+        """A ValueError for the first of ``flags`` that was given: ``why`` with ``{flag}`` (as
+        typed) and ``{env}`` filled in."""
+        for flag in flags:
             if getattr(args, flag, None) is not None:
-                name = "--" + flag.replace("_", "-")
-                raise ValueError(f"{name}: {args.env} takes no {name}")
+                raise ValueError(why.format(flag="--" + flag.replace("_", "-"), env=args.env))
 
     def benchmark_stem(self, args: argparse.Namespace) -> str:
         """The start of a benchmark's default folder name."""

@@ -69,16 +69,14 @@ class Cabs(Workload):
         return targets(args.variant, args.tm_seed)
 
     def record_fields(self, args: argparse.Namespace) -> dict[str, Any]:
-        from envs.optimum import optimum_value
+        from envs import env_id_for, exact_optimum
 
-        optimum = float(optimum_value(args.variant, tm_seed=args.tm_seed))
+        optimum = exact_optimum(env_id_for(args.variant), {"tm_seed": args.tm_seed})
         return {"env": self.name, "variant": args.variant, "optimum": optimum, "references": None}
 
     def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
-        for flag in ("env_config", "target"):
-            if getattr(args, flag, None) is not None:
-                name = "--" + flag.replace("_", "-")
-                raise ValueError(f"{name}: for a Gymnasium env; --env cabs is a named workload")
+        named = "{flag}: for a Gymnasium env; --env {env} is a named workload"
+        self.refuse(args, ("env_config", "target"), named)
         args.variant = args.variant or "base"
         args.tm_seed = 0  # the benchmark runs the default city
 

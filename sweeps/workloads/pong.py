@@ -82,10 +82,8 @@ class Pong(Workload):
         return list(TARGETS)
 
     def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
-        for flag in ("env_config", "target"):
-            if getattr(args, flag, None) is not None:
-                name = "--" + flag.replace("_", "-")
-                raise ValueError(f"{name}: for a Gymnasium env; --env pong is a named workload")
+        named = "{flag}: for a Gymnasium env; --env {env} is a named workload"
+        self.refuse(args, ("env_config", "target"), named)
         if args.variant is not None:
             raise ValueError("--variant: pong has no variants (only the cab env has)")
 
