@@ -4,6 +4,7 @@ first trial, the plan of --dry-run, --set, --help, the sweep list, storage URIs.
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 
@@ -325,12 +326,26 @@ def test_set_overrides_a_tuned_default_and_the_first_trial_follows(tmp_path):
     assert huber["td_error_loss_fn"] == "huber"
 
 
+def test_set_model_config_changes_only_the_keys_it_names(tmp_path):
+    from sweeps.harness.runner import parse
+
+    sweep = _sweep("appo_pong")
+    net = [[16, 8, 4, "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]]
+    setting = "model_config=" + json.dumps({"conv_filters": net})
+    _, config = parse(sweep, ["--storage-path", str(tmp_path), "--set", setting])
+    assert config.model_config["conv_filters"] == net
+    assert config.model_config["head_fcnet_hiddens"] == [256]  # kept
+    assert config.model_config["vf_share_layers"] is True
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
         (["--set", "no_such_setting=1"], "has no setting"),
         (["--set", "lr"], "expected KEY=VALUE"),
         (["--set", "validate=1"], "has no setting"),  # a method, not a setting
+        (["--set", 'model_config={"no_such_key": 1}'], "unexpected keyword argument"),
+        (["--set", "model_config=[1]"], "expected a JSON object"),
     ],
 )
 def test_set_refuses_unknown_keys_in_one_line(argv, words, tmp_path, capsys):

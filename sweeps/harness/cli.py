@@ -10,6 +10,7 @@ would scatter the defaults (``SHARED_DEFAULTS``) from the flags they belong to.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import math
@@ -134,8 +135,13 @@ def setting(text: str) -> tuple[str, Any]:
 
 def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
     """``--set`` overrides on an AlgorithmConfig; a UsageError names a key that is not one of
-    its settings (a method, a private attribute, a typo) or a value it refuses."""
+    its settings (a method, a private attribute, a typo) or a value it refuses.
+    ``model_config={...}`` (a JSON object) changes those keys of the RLModule's model config and
+    keeps the rest (``--set 'model_config={"head_fcnet_hiddens": [128]}'``)."""
     for key, value in settings:
+        if key == "model_config":
+            _merge_model_config(config, value)
+            continue
         if key.startswith("_") or not hasattr(config, key) or callable(getattr(config, key)):
             raise UsageError(f"--set {key}=...: {type(config).__name__} has no setting {key!r}")
         try:
@@ -143,6 +149,22 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
         except (TypeError, ValueError) as e:
             raise UsageError(f"--set {key}={value!r}: {e}") from None
     return config
+
+
+def _merge_model_config(config: Any, value: Any) -> None:
+    """``value``'s keys over the config's own model config (a DefaultModelConfig stays one, so
+    an unknown key is refused as RLlib refuses it)."""
+    if not isinstance(value, dict):
+        raise UsageError(f"--set model_config=...: expected a JSON object, got {value!r}")
+    own = config._model_config
+    try:
+        if dataclasses.is_dataclass(own):
+            merged: Any = dataclasses.replace(own, **value)
+        else:
+            merged = {**(own or {}), **value}
+    except TypeError as e:
+        raise UsageError(f"--set model_config={json.dumps(value)}: {e}") from None
+    config.rl_module(model_config=merged)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
