@@ -9,12 +9,11 @@ How to run
     python sweeps/appo_pong.py --num-env-runners 14    # on a GPU box: learner on the GPU
 
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
-RLlib's small 42x42 net (its padding fused: sweeps/algorithms/fast_cnn.py), V-trace targets that
-keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments trained once in
-minibatches of 160, lr 5e-4, entropy 0.002 annealed to 0 over 3M env steps.
-Trials are judged by the training return (the mean of the last 20 games).
-ASHA runs over env steps sampled: grace period 0.5M, reduction factor 3, at most 6M (~70 minutes
-at ~1,500 env steps/s on 2 cores).
+the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``), V-trace targets that
+keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments in 500-step batches,
+each batch trained in 3 passes of minibatches of 160 with the surrogate clipped at 0.2, lr 5e-4,
+entropy 0.002 annealed to 0 over 3M env steps. Trials are judged by the training return (the
+mean of the last 20 games). ASHA runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
 
 Results to expect
 -----------------
@@ -37,9 +36,13 @@ from sweeps.workloads.pong import PONG
 
 # RLlib's tuned pong_appo.py losses on the V-trace family's recipe (sweeps/vtrace_family.py),
 # each batch trained in order through a short queue (APPO's circular buffer dropped batches the
-# busy learner had not reached).
+# busy learner had not reached), in 3 passes as PPO's Atari recipes take (the net leaves the
+# learner time for them), with PPO's tighter clip of 0.2 around the target network's policy
+# (RLlib's 0.4 let the policy swing more between passes): results/pong/candidates/CURVES.md.
 TUNED: dict[str, Any] = {
     **vtrace_family.PONG_TUNED,
+    "num_epochs": 3,
+    "clip_param": 0.2,
     "target_network_update_freq": 2,
     "lr": 0.0005,
     "use_circular_buffer": False,

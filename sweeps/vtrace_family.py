@@ -75,17 +75,18 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------
 # Pong, on a 2-core CPU machine: one env runner stepping 32 games in ale-py's C++ vector env (42x42
-# frames, envs/pong.py), inference batched over the 32, RLlib's small 42x42 net; the learner trains
-# in the driver on the other core with one torch thread. A GPU box scales the same recipe with
-# --num-env-runners (the learner takes the GPU).
-# What both learn Pong with here (each sweep file adds its loss settings and queue):
-# 20-step fragments in 500-step batches, each batch trained once in minibatches of 160 (a 32-game
-# sample is ~670 steps: ~4 updates where there was one), weights to the runner after every update
-# (less policy lag), value loss 0.5, and a small entropy bonus annealed to 0 over 3M env steps
+# frames, envs/pong.py), inference batched over the 32, the suite's 42x42 Atari net
+# (sweeps/workloads/rllib_config.PONG_MODEL, cheap enough for several passes per batch); the
+# learner trains in the driver on the other core with one torch thread. A GPU box scales the same
+# recipe with --num-env-runners (the learner takes the GPU).
+# What both learn Pong with here (each sweep file adds its loss settings, passes and queue):
+# 20-step fragments in 500-step batches, trained in minibatches of 160 (a 32-game sample is ~670
+# steps: ~4 updates a pass where there was one), weights to the runner after every update (less
+# policy lag), value loss 0.5, and a small entropy bonus annealed to 0 over 3M env steps
 # (advantages are not normalised: on Pong they are ~0.1, and 0.01 pulled the policy back to
-# uniform). The probes behind these choices, side by side by env steps:
-# results/pong/candidates/CURVES.md. Throughput: results/pong/THROUGHPUT.md; learning curve:
-# results/pong/REPORT.md.
+# uniform; 0.0005 let it collapse to one action within 250k env steps). The probes behind these
+# choices, side by side by env steps: results/pong/candidates/CURVES.md. Throughput:
+# results/pong/THROUGHPUT.md; learning curves: results/pong/REPORT.md.
 # ------------------------------------------------------------------------------------------------
 
 PONG_FRAGMENT = 20
@@ -100,13 +101,15 @@ PONG_TUNED: dict[str, Any] = {
     "entropy_coeff": [[0, 0.002], [ENTROPY_ANNEAL_STEPS, 0.0]],
 }
 
-# A sweep at ~1,500 env steps/s: ASHA rungs at 0.5M, 1.5M and 4.5M env steps (about 6, 17 and 50
-# minutes), at most 6M per trial (about 70 minutes); 4 trials, one at a time on 2 cores.
+# A sweep's ASHA rungs at 1.5M and 4.5M env steps, at most 6M per trial (at the recipe's rate,
+# results/pong/THROUGHPUT.md, about 10, 30 and 40 minutes); the first rung comes after the ~1.2M env
+# steps at -21 that every probe spent before its return rose (results/pong/candidates/CURVES.md),
+# where a rung would rank noise. 4 trials, one at a time on 2 cores.
 PONG_DEFAULTS: dict[str, Any] = {
     **pong.PONG_DEFAULTS,
     "num_samples": 4,
     "stop_timesteps": 6_000_000,
-    "grace_period": 500_000,
+    "grace_period": 1_500_000,
     "num_envs_per_env_runner": pong.GAMES_PER_RUNNER,
 }
 PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}
@@ -122,9 +125,9 @@ def sample_pong(
     """The search space both share on Pong, around each one's own ``lr`` and ``vf_loss_coeff``
     ranges (log-uniform and uniform); returns real config values. Fragment and batch are
     log-uniform integers, not powers of 2, so that the tuned 20 and 500 (the first trial) are in
-    the space; the entropy bonus is its start and its floor, annealed over the first 3M env
-    steps; with ``anneal_lr`` the learning rate is its start and its end, annealed linearly over
-    ``LR_ANNEAL_STEPS``."""
+    the space; the passes over each batch (``num_epochs``) 1 to 4; the entropy bonus is its start
+    and its floor, annealed over the first 3M env steps; with ``anneal_lr`` the learning rate is
+    its start and its end, annealed linearly over ``LR_ANNEAL_STEPS``."""
     start = trial.suggest_float("hp/entropy_start", 5e-4, 1e-2, log=True)
     floor = trial.suggest_categorical("hp/entropy_floor", [0.0, 0.0005, 0.001, 0.002])
     rate: Any = trial.suggest_float("hp/lr", *lr, log=True)
@@ -137,5 +140,6 @@ def sample_pong(
         "vf_loss_coeff": trial.suggest_float("hp/vf_loss_coeff", *vf_loss_coeff),
         "rollout_fragment_length": trial.suggest_int("hp/fragment", 16, 128, log=True),
         "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 256, 1024, log=True),
+        "num_epochs": trial.suggest_int("hp/passes", 1, 4),
         "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
     }

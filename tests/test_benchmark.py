@@ -239,7 +239,7 @@ def test_pong_runs_end_with_a_greedy_evaluation_of_the_final_policies(calls, tmp
     assert benchmark.main(argv) == 0
     run, evaluation, report = calls
     assert float(_flag(run, "--stop-reward")) == 18.0
-    assert evaluation[1:] == ["-m", "sweeps.evaluate", str(_folder(run)), "--episodes", "5"]
+    assert evaluation[1:] == ["-m", "sweeps.evaluate", str(_folder(run)), "--episodes", "10"]
     assert report[1:4] == ["-m", "analysis", "report"]
     calls.clear()
     assert benchmark.main([*argv[:-1], "p0", "--final-episodes", "0"]) == 0

@@ -50,7 +50,9 @@ def test_an_ale_id_takes_pongs_atari_recipe():
     assert breakout.observation_space.shape == (42, 42, 4)  # envs/pong.py's frames
     config = gym_family.make_config("appo", _args(env="ALE/Breakout-v5"))
     assert config.gym_env_vectorize_mode == "vector_entry_point"
-    assert config.model_config["conv_filters"][0] == [16, 4, 2]
+    from sweeps.workloads.rllib_config import PONG_MODEL
+
+    assert config.model_config["conv_filters"] == PONG_MODEL["conv_filters"]
     assert config.clip_rewards is True
 
 

@@ -87,20 +87,25 @@ def _config(algo: str, argv: list[str] | None = None):
 @pytest.mark.parametrize("algo", ["impala", "appo"])
 def test_the_cpu_recipe(algo: str) -> None:
     """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
-    the small 42x42 net, sticky actions off; 20-step fragments trained once in minibatches of 160
-    through a short queue, weights broadcast after every update."""
+    the suite's 42x42 net, sticky actions off; 20-step fragments trained in minibatches of 160
+    (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
+    update."""
+    from sweeps.workloads.rllib_config import PONG_MODEL
+
     config = _config(algo)
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 32
     assert config.gym_env_vectorize_mode == "vector_entry_point"
     assert config.clip_rewards is True
-    assert config.model_config["conv_filters"][-1] == [256, 11, 1, "valid"]
+    assert config.model_config["conv_filters"] == PONG_MODEL["conv_filters"]
     assert config.evaluation_interval is None  # judged by the training return
     assert validate_pong_config(config.env_config)["repeat_action_probability"] == 0.0
     assert config.rollout_fragment_length == 20 and config.minibatch_size == 160
     assert config.train_batch_size_per_learner == 500
     assert config.minibatch_size % config.rollout_fragment_length == 0  # whole V-trace rows
-    assert config.num_epochs == 1 and config.broadcast_interval == 1
+    assert config.broadcast_interval == 1
+    assert config.num_epochs == (3 if algo == "appo" else 1)  # passes over each batch
     if algo == "appo":
+        assert config.clip_param == 0.2
         assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
     else:  # no trust region: a floor under the entropy bonus, the learning rate annealed
@@ -130,7 +135,12 @@ def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from torch import nn
 
-    config = _config(algo)
+    from sweeps.harness.cli import apply_settings
+    from sweeps.workloads.rllib_config import RLLIB_42_FILTERS
+
+    # RLlib's classic 42x42 net: its first layer pads 1 on every side, its second 1 before and
+    # 2 after (the recipe's net pads nowhere, so fusing leaves it as RLlib builds it)
+    config = apply_settings(_config(algo), [("model_config", {"conv_filters": RLLIB_42_FILTERS})])
     env = make_pong()
     fused_spec = config.get_rl_module_spec(env=env)
     default = config.get_default_rl_module_spec().module_class
@@ -163,9 +173,9 @@ def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
 
 
 def test_a_larger_frame_takes_the_64x64_net() -> None:
-    from sweeps.workloads.rllib_config import pong_model
+    from sweeps.workloads.rllib_config import PONG_MODEL, pong_model
 
-    assert len(pong_model(64)["conv_filters"]) == 4 and len(pong_model(42)["conv_filters"]) == 3
+    assert len(pong_model(64)["conv_filters"]) == 4 and pong_model(42) == PONG_MODEL
 
 
 def test_pong_targets_and_benchmark_stop() -> None:
@@ -176,13 +186,13 @@ def test_pong_targets_and_benchmark_stop() -> None:
 
 
 def test_the_pong_sweeps_are_sized_for_a_cpu_and_dry_run_shows_it(tmp_path, capsys) -> None:
-    """ASHA's rungs at minutes at ~1,500 env steps/s, greedy evaluation off, checkpoints every
-    30 iterations; nothing started, nothing written."""
+    """ASHA's first rung after the flat start of every Pong curve (~1.2M env steps at -21),
+    greedy evaluation off, checkpoints every 30 iterations; nothing started, nothing written."""
     from sweeps import appo_pong
 
     assert appo_pong.main(["--dry-run", "--storage-path", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
-    assert "ASHA judges trials at 500,000, 1,500,000, 4,500,000 env steps" in out
+    assert "ASHA judges trials at 1,500,000, 4,500,000 env steps" in out
     assert "greedy evaluation off (trials judged by the training return)" in out
     assert "a checkpoint every 30 iteration(s)" in out
     assert "env_steps >= 6e+06" in out

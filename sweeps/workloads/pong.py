@@ -56,7 +56,7 @@ class Pong(Workload):
     name = "pong"
     greedy_judged = False
     has_targets = True
-    benchmark_final_episodes = 5  # judged by the training return during the run
+    benchmark_final_episodes = 10  # seeded greedy games of each final policy (judged by training)
     raw_env_note = (
         " (on Pong: the vector env of games one runner steps in one call, ale-py's C++ "
         "preprocessing included)"

@@ -81,15 +81,24 @@ def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None
     return FlattenObservations()
 
 
-# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), a third of the
-# 64x64 net's inference cost and a sixth of its training cost on a CPU; the value function
-# shares the encoder.
+# The Atari net for 42x42 frames (42 -> 9x9x16 -> 3x3x32 -> 256): the layers of the 2013 DQN
+# net (Mnih et al., "Playing Atari with Deep Reinforcement Learning": 16 8x8 filters stride 4, 32
+# 4x4 stride 2, 256 units), its dense layer written as a 3x3 "valid" conv; the value function
+# shares the encoder. A quarter of the multiply-adds of RLlib's classic 42x42 net
+# (``RLLIB_42_FILTERS``) and about a sixth of its training cost on one CPU core, so the runner
+# infers faster and the learner can take several passes over each batch
+# (results/pong/THROUGHPUT.md); by env steps it learned Pong as that net did
+# (results/pong/candidates/CURVES.md).
 PONG_MODEL: dict[str, Any] = {
-    "conv_filters": [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]],
+    "conv_filters": [[16, 8, 4, "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]],
     "conv_activation": "relu",
     "head_fcnet_hiddens": [256],
     "vf_share_layers": True,
 }
+# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), the suite's
+# Pong net before PONG_MODEL: --set 'model_config={"conv_filters": [[16, 4, 2], [32, 4, 2],
+# [256, 11, 1, "valid"]]}' brings it back.
+RLLIB_42_FILTERS: list[list[Any]] = [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]]
 
 
 def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
@@ -105,7 +114,7 @@ def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmCon
 
 def pong_model(dim: int) -> dict[str, Any]:
     """The model config for ``dim x dim`` frames: ``PONG_MODEL`` at 42, else RLlib's four
-    stride-2 layers (its tuned 64x64 Pong net)."""
+    stride-2 layers (its tuned 64x64 Pong net) with ``PONG_MODEL``'s heads."""
     if dim == 42:
         return dict(PONG_MODEL)
     return {**PONG_MODEL, "conv_filters": [[16, 4, 2], [32, 4, 2], [64, 4, 2], [128, 4, 2]]}
