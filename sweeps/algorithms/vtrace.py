@@ -18,7 +18,9 @@ real step's target is ``r + gamma * V(x_T)``. Nothing else in the loss changes: 
 reads the appended timestep is already masked out.
 
 Use: ``config.training(learner_class=bootstrapped_learner(config))``
-(``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite).
+(``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
+same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
+under the policy's entropy, off unless ``learner_config_dict`` sets one).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from ray.rllib.algorithms.appo.appo import APPOConfig
 from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLearner
 from ray.rllib.core.columns import Columns
+
+from sweeps.algorithms.entropy_target import EntropyTarget
 
 # log rho = target logp - behaviour logp <= 0 - OFF_POLICY = -50: rho = 2e-22, i.e. 0 in float32
 # arithmetic, and exp(+50 + 2) in APPO's (clipped) ratio of behaviour to target network is finite.
@@ -58,12 +62,14 @@ class _KeepBootstrap:
         )
 
 
-class BootstrappedIMPALATorchLearner(_KeepBootstrap, IMPALATorchLearner):
-    """IMPALA's torch learner with the bootstrap value kept at each fragment's end."""
+class BootstrappedIMPALATorchLearner(EntropyTarget, _KeepBootstrap, IMPALATorchLearner):
+    """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
+    optional entropy target)."""
 
 
-class BootstrappedAPPOTorchLearner(_KeepBootstrap, APPOTorchLearner):
-    """APPO's torch learner with the bootstrap value kept at each fragment's end."""
+class BootstrappedAPPOTorchLearner(EntropyTarget, _KeepBootstrap, APPOTorchLearner):
+    """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
+    optional entropy target)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

@@ -1,0 +1,86 @@
+"""The entropy target (sweeps/algorithms/entropy_target.py): a floor under the policy's entropy."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from sweeps.algorithms.entropy_target import (
+    COEFF_METRIC,
+    MAX_COEFF,
+    EntropyTarget,
+    check_target,
+    next_coeff,
+)
+
+
+def test_the_multiplier_rises_below_the_target_and_falls_to_zero_above():
+    assert next_coeff(0.0, entropy=0.1, target=0.3, rate=1e-3) == pytest.approx(2e-4)
+    assert next_coeff(0.001, entropy=0.5, target=0.3, rate=1e-3) == pytest.approx(8e-4)
+    assert next_coeff(0.0, entropy=1.0, target=0.3, rate=1e-3) == 0.0  # never negative
+    assert next_coeff(MAX_COEFF, entropy=0.0, target=1.0, rate=1.0) == MAX_COEFF  # bounded
+
+
+@pytest.mark.parametrize(
+    ("settings", "words"),
+    [
+        ({"entropy_target": "high"}, "must be a number"),
+        ({"entropy_target": -0.1}, "must be >= 0"),
+        ({"entropy_target": 0.3, "entropy_target_rate": 0}, "must be > 0"),
+        ({"entropy_target": True}, "must be a number"),
+    ],
+)
+def test_a_bad_target_is_one_clear_error(settings, words):
+    with pytest.raises(ValueError, match=words):
+        check_target(settings)
+    assert check_target({}) is None and check_target({"entropy_target": 0.3}) == 0.3
+
+
+class _Base:
+    """Stands in for RLlib's learner: its own loss is 0."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        return torch.zeros(())
+
+
+class _Learner(EntropyTarget, _Base):
+    def __init__(self):
+        from ray.rllib.models.torch.torch_distributions import TorchCategorical
+
+        module = SimpleNamespace(get_train_action_dist_cls=lambda: TorchCategorical)
+        self.module = {"p": SimpleNamespace(unwrapped=lambda: module)}
+        self.logged: dict = {}
+        self.metrics = SimpleNamespace(log_value=lambda k, v, window: self.logged.update({k: v}))
+
+
+def _loss(learner, logits, settings):
+    from ray.rllib.core.columns import Columns
+
+    batch = {Columns.LOSS_MASK: torch.ones(logits.shape[0], dtype=torch.bool)}
+    config = SimpleNamespace(learner_config_dict=settings)
+    fwd_out = {Columns.ACTION_DIST_INPUTS: logits}
+    return learner.compute_loss_for_module(
+        module_id="p", config=config, batch=batch, fwd_out=fwd_out
+    )
+
+
+def test_a_collapsed_policy_is_pushed_back_toward_the_target():
+    learner = _Learner()
+    logits = torch.tensor([[8.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 4, requires_grad=True)
+    settings = {"entropy_target": 0.3, "entropy_target_rate": 1e-2}
+    for _ in range(5):
+        loss = _loss(learner, logits, settings)
+    beta = learner.logged[("p", COEFF_METRIC)]
+    assert beta > 0
+    loss.backward()
+    assert logits.grad[0, 0] > 0  # descending the loss lowers the dominant logit: more entropy
+
+
+def test_above_the_target_or_without_one_the_loss_is_the_learners_own():
+    learner = _Learner()
+    uniform = torch.zeros(4, 6, requires_grad=True)  # entropy ln 6 > the target
+    assert _loss(learner, uniform, {"entropy_target": 0.3}).item() == 0.0
+    assert learner.logged[("p", COEFF_METRIC)] == 0.0
+    assert _loss(_Learner(), uniform, {}).item() == 0.0
