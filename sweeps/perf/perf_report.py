@@ -177,7 +177,8 @@ def throughput_markdown(
         "iterations), trained until its learner has trained (at most "
         f"{args.max_warmup_s:g} s of warm-up), then measured for {args.seconds:g} s from RLlib's "
         "lifetime counters. Trained steps are the learner's: replayed samples for DQN and Ape-X, "
-        "so their replay ratio can exceed 1.",
+        "and every pass over a batch where the learner takes several (``num_epochs``), so "
+        "trained/sampled can exceed 1.",
         "",
         f"Raw env rate: {fmt_num(raw)} steps/s — the same wrapped env stepped with random "
         f"actions in one process for {args.raw_env_s:g} s, in this run, before the algorithms"
