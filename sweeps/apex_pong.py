@@ -16,8 +16,9 @@ How to run
 ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, max 4M steps.
 
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
-env, 8 games per runner) and the model RLlib's small 42x42 net, as for IMPALA and APPO; the DQN
-settings above are not yet re-tuned for them.
+env, 8 games per runner) and the model is the suite's 42x42 Atari net
+(``sweeps/workloads/rllib_config.PONG_MODEL``), as for IMPALA and APPO; the DQN settings above
+are not yet re-tuned for them.
 
 Results to expect
 -----------------

@@ -10,8 +10,8 @@ target update 8k steps, epsilon annealed over 250k steps). ASHA runs over env st
 period 500k steps, reduction factor 3, max 3M steps.
 
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
-env, 8 games per runner) and the model RLlib's small 42x42 net; the settings above are not yet
-re-tuned for them.
+env, 8 games per runner) and the model is the suite's 42x42 Atari net
+(``sweeps/workloads/rllib_config.PONG_MODEL``); the settings above are not yet re-tuned for them.
 
 Results to expect
 -----------------
