@@ -8,10 +8,11 @@ How to run
     python sweeps/impala_pong.py --num-samples 1 --stop-reward 18 --as-test
 
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
-the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``), V-trace targets that
-keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments trained once in
-minibatches of 160, weights broadcast after every update, global-norm gradient clip 40, lr 5e-4
-annealed to 5e-5 over 6M env steps, entropy 0.002 annealed to a floor of 0.0005 over 3M: APPO's
+RLlib's classic 42x42 net (``rllib_config.RLLIB_42_FILTERS``; its padding fused:
+sweeps/algorithms/fast_cnn.py), V-trace targets that keep the bootstrap value
+(sweeps/algorithms/vtrace.py), 20-step fragments trained once in minibatches of 160, weights
+broadcast after every update, global-norm gradient clip 40, lr 5e-4 annealed to 5e-5 over 6M env
+steps, entropy 0.002 annealed to a floor of 0.0005 over 3M: APPO's
 recipe without its clip and target network, with the floor and the decay that held IMPALA's policy
 where it had collapsed without them (seed 0). Trials are judged by the training return (the mean of
 the last 20 games). ASHA runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
@@ -51,9 +52,13 @@ TUNED: dict[str, Any] = {
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
+    from sweeps.workloads.rllib_config import RLLIB_42_FILTERS
+
     config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
-    return PONG.configure(config, args)
+    # RLlib's classic 42x42 net: on the suite's cheaper net IMPALA's policy stayed uniform for
+    # 3M env steps on seed 0 (results/pong/candidates/CURVES.md, pong-impala-net-s0)
+    return PONG.configure(config, args, conv_filters=RLLIB_42_FILTERS)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

@@ -90,13 +90,14 @@ def test_the_cpu_recipe(algo: str) -> None:
     the suite's 42x42 net, sticky actions off; 20-step fragments trained in minibatches of 160
     (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
     update."""
-    from sweeps.workloads.rllib_config import PONG_MODEL
+    from sweeps.workloads.rllib_config import PONG_MODEL, RLLIB_42_FILTERS
 
     config = _config(algo)
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 32
     assert config.gym_env_vectorize_mode == "vector_entry_point"
     assert config.clip_rewards is True
-    assert config.model_config["conv_filters"] == PONG_MODEL["conv_filters"]
+    net = PONG_MODEL["conv_filters"] if algo == "appo" else RLLIB_42_FILTERS
+    assert config.model_config["conv_filters"] == net
     assert config.evaluation_interval is None  # judged by the training return
     assert validate_pong_config(config.env_config)["repeat_action_probability"] == 0.0
     assert config.rollout_fragment_length == 20 and config.minibatch_size == 160
