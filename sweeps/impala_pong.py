@@ -35,6 +35,7 @@ from ray.rllib.algorithms.impala import IMPALAConfig
 from sweeps import vtrace_family
 from sweeps.harness import runner
 from sweeps.workloads.pong import PONG
+from sweeps.workloads.rllib_config import RLLIB_42_FILTERS
 
 # RLlib's tuned pong_impala.py gradient clip on the V-trace family's recipe
 # (sweeps/vtrace_family.py), APPO's starting learning rate, a 2-batch learner queue as APPO's.
@@ -52,8 +53,6 @@ TUNED: dict[str, Any] = {
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
-    from sweeps.workloads.rllib_config import RLLIB_42_FILTERS
-
     config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     # RLlib's classic 42x42 net: on the suite's cheaper net IMPALA's policy stayed uniform for

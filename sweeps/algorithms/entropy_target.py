@@ -32,9 +32,10 @@ DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 u
 MAX_COEFF = 0.05
 
 
-def check_target(settings: dict[str, Any]) -> float | None:
-    """The entropy target in ``learner_config_dict`` (None if unset); a ValueError names a value
-    that is not a number >= 0 or a rate that is not > 0."""
+def check_target(settings: dict[str, Any] | None) -> tuple[float, float] | None:
+    """The entropy target and its rate in ``learner_config_dict`` (None if no target is set); a
+    ValueError names a target that is not a number >= 0 or a rate that is not > 0."""
+    settings = settings or {}
     target = settings.get(TARGET_KEY)
     rate = settings.get(RATE_KEY, DEFAULT_RATE)
     if target is None:
@@ -45,7 +46,7 @@ def check_target(settings: dict[str, Any]) -> float | None:
         if (least is not None and value < least) or (least is None and value <= 0):
             bound = ">= 0" if least is not None else "> 0"
             raise ValueError(f"learner_config_dict[{key!r}] must be {bound}, got {value!r}")
-    return float(target)
+    return float(target), float(rate)
 
 
 def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float:
@@ -64,16 +65,15 @@ class EntropyTarget:
         loss = super().compute_loss_for_module(
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
-        settings = config.learner_config_dict or {}
-        target = check_target(settings)
-        if target is None:
+        checked = check_target(config.learner_config_dict)
+        if checked is None:
             return loss
+        target, rate = checked
         module = self.module[module_id].unwrapped()
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         mask = batch[Columns.LOSS_MASK].float()
         entropy = torch.sum(dist.entropy() * mask) / torch.clamp(torch.sum(mask), min=1.0)
         coeffs: dict[Any, float] = self.__dict__.setdefault("_entropy_target_coeffs", {})
-        rate = float(settings.get(RATE_KEY, DEFAULT_RATE))
         beta = next_coeff(coeffs.get(module_id, 0.0), float(entropy.detach()), target, rate)
         coeffs[module_id] = beta
         self.metrics.log_value((module_id, COEFF_METRIC), beta, window=1)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from sweeps.algorithms.entropy_target import check_target
 from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
@@ -146,6 +147,8 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
             raise UsageError(f"--set {key}=...: {type(config).__name__} has no setting {key!r}")
         try:
             config.update_from_dict({key: value})
+            if key == "learner_config_dict":  # its entropy target, refused before Ray starts
+                check_target(config.learner_config_dict)
         except (TypeError, ValueError) as e:
             raise UsageError(f"--set {key}={value!r}: {e}") from None
     return config

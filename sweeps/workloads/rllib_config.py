@@ -87,8 +87,8 @@ def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None
 # shares the encoder. A quarter of the multiply-adds of RLlib's classic 42x42 net
 # (``RLLIB_42_FILTERS``) and about a sixth of its training cost on one CPU core, so the runner
 # infers faster and the learner can take several passes over each batch
-# (results/pong/THROUGHPUT.md); by env steps it learned Pong as that net did
-# (results/pong/candidates/CURVES.md).
+# (results/pong/THROUGHPUT.md). By env steps APPO learned Pong on it as on that net; IMPALA did
+# not, and keeps that net (sweeps/impala_pong.py; results/pong/candidates/CURVES.md).
 PONG_MODEL: dict[str, Any] = {
     "conv_filters": [[16, 8, 4, "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]],
     "conv_activation": "relu",
