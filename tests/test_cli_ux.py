@@ -346,7 +346,11 @@ def test_set_model_config_changes_only_the_keys_it_names(tmp_path):
         (["--set", "validate=1"], "has no setting"),  # a method, not a setting
         (["--set", 'model_config={"no_such_key": 1}'], "unexpected keyword argument"),
         (["--set", "model_config=[1]"], "expected a JSON object"),
-        (["--set", 'learner_config_dict={"entropy_target": -1}'], "must be >= 0"),
+        (["--set", 'learner_config_dict={"entropy_target": 0.3}'], "IMPALA and APPO learners"),
+        (
+            ["--set", 'learner_config_dict={"entropy_targt": 0.3}'],
+            "unknown key(s) ['entropy_targt']",
+        ),
     ],
 )
 def test_set_refuses_unknown_keys_in_one_line(argv, words, tmp_path, capsys):

@@ -27,6 +27,7 @@ from typing import Any
 
 TARGET_KEY = "entropy_target"
 RATE_KEY = "entropy_target_rate"
+KEYS = (TARGET_KEY, RATE_KEY)
 COEFF_METRIC = "entropy_target_coeff"
 DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 updates
 MAX_COEFF = 0.05

@@ -20,7 +20,8 @@ reads the appended timestep is already masked out.
 Use: ``config.training(learner_class=bootstrapped_learner(config))``
 (``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
 same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
-under the policy's entropy, off unless ``learner_config_dict`` sets one).
+under the policy's entropy) and an optional KL-adapted learning rate
+(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLe
 from ray.rllib.core.columns import Columns
 
 from sweeps.algorithms.entropy_target import EntropyTarget
+from sweeps.algorithms.kl_lr import KLAdaptiveLR
 
 # log rho = target logp - behaviour logp <= 0 - OFF_POLICY = -50: rho = 2e-22, i.e. 0 in float32
 # arithmetic, and exp(+50 + 2) in APPO's (clipped) ratio of behaviour to target network is finite.
@@ -62,14 +64,16 @@ class _KeepBootstrap:
         )
 
 
-class BootstrappedIMPALATorchLearner(EntropyTarget, _KeepBootstrap, IMPALATorchLearner):
+class BootstrappedIMPALATorchLearner(
+    KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALATorchLearner
+):
     """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target)."""
+    optional entropy target and KL-adapted learning rate)."""
 
 
-class BootstrappedAPPOTorchLearner(EntropyTarget, _KeepBootstrap, APPOTorchLearner):
+class BootstrappedAPPOTorchLearner(KLAdaptiveLR, EntropyTarget, _KeepBootstrap, APPOTorchLearner):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target)."""
+    optional entropy target and KL-adapted learning rate)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps.algorithms.entropy_target import check_target
+from sweeps.algorithms import entropy_target, kl_lr
 from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
@@ -147,11 +147,28 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
             raise UsageError(f"--set {key}=...: {type(config).__name__} has no setting {key!r}")
         try:
             config.update_from_dict({key: value})
-            if key == "learner_config_dict":  # its entropy target, refused before Ray starts
-                check_target(config.learner_config_dict)
+            if key == "learner_config_dict":  # refused before Ray starts, not on the first update
+                check_learner_settings(config)
         except (TypeError, ValueError) as e:
             raise UsageError(f"--set {key}={value!r}: {e}") from None
     return config
+
+
+def check_learner_settings(config: Any) -> None:
+    """A ValueError names a ``learner_config_dict`` key the suite's learners do not read (a typo
+    would otherwise change nothing, silently), one given to an algorithm whose learner does not
+    read it, or a bad entropy or KL target."""
+    from ray.rllib.algorithms.impala import IMPALAConfig
+
+    settings = config.learner_config_dict or {}
+    known = (*entropy_target.KEYS, *kl_lr.KEYS)
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ValueError(f"unknown key(s) {unknown}; the suite's learners read {list(known)}")
+    if settings and not isinstance(config, IMPALAConfig):
+        raise ValueError(f"only the suite's IMPALA and APPO learners read {sorted(settings)}")
+    entropy_target.check_target(settings)
+    kl_lr.check_kl_target(settings)
 
 
 def _merge_model_config(config: Any, value: Any) -> None:

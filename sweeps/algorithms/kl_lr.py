@@ -1,0 +1,114 @@
+"""A learning rate adapted to a KL target for IMPALA and APPO learners, as rl_games adapts PPO's.
+
+A fixed learning rate is too small while the policy barely moves and too large once it moves
+fast. On Pong the suite's APPO stayed near the uniform policy (entropy ~1.74 of 1.79 nats) for
+its first million env steps, and its return swung by tens of points after it rose
+(results/pong/candidates/CURVES.md). rl_games' PPO on Pong instead sets each minibatch's step
+by the KL divergence between the policy that collected the data and the policy being trained:
+up while the policy moves less than the target, down while it moves more. Here the same rule
+scales the configured learning rate (a constant or the sweep's schedule) by ``s``::
+
+    kl > 2 * target:    s <- max(s / FACTOR, MIN_SCALE)
+    kl < target / 2:    s <- min(s * FACTOR, MAX_SCALE)          step lr = s * scheduled lr
+
+``kl`` is each minibatch's mean of Schulman's ``(r - 1) - log r`` estimate of KL(behaviour ||
+current), ``r`` the probability ratio of the action taken, before the minibatch's step. In an
+asynchronous learner the behaviour policy lags a batch or two behind: the lag counts as
+movement, as it should for a trust region around the data.
+
+Use: ``config.training(learner_config_dict={"lr_kl_target": 0.01})``; optionally
+``"lr_kl_min_scale"`` and ``"lr_kl_max_scale"`` (defaults ``MIN_SCALE``, ``MAX_SCALE``). Without a
+target the learner is unchanged. ``s`` and the KL are logged per module as ``lr_kl_scale`` and
+``behaviour_kl`` (the step's learning rate is RLlib's own ``default_optimizer_learning_rate``
+times ``lr_kl_scale``); ``s`` is not checkpointed (a restored learner starts it at 1, a few
+updates from where it was).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+TARGET_KEY = "lr_kl_target"
+MIN_KEY = "lr_kl_min_scale"
+MAX_KEY = "lr_kl_max_scale"
+KEYS = (TARGET_KEY, MIN_KEY, MAX_KEY)
+SCALE_METRIC = "lr_kl_scale"
+KL_METRIC = "behaviour_kl"
+FACTOR = 1.5  # rl_games' adaptive schedule
+MIN_SCALE = 0.1
+MAX_SCALE = 4.0
+
+
+def check_kl_target(settings: dict[str, Any] | None) -> tuple[float, float, float] | None:
+    """The KL target and the scale's bounds in ``learner_config_dict`` (None if no target is
+    set); a ValueError names a value that is not a number > 0 or bounds that hold no 1."""
+    settings = settings or {}
+    if settings.get(TARGET_KEY) is None:
+        return None
+    values = (
+        settings[TARGET_KEY],
+        settings.get(MIN_KEY, MIN_SCALE),
+        settings.get(MAX_KEY, MAX_SCALE),
+    )
+    for key, value in zip(KEYS, values, strict=True):
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            raise ValueError(f"learner_config_dict[{key!r}] must be a number, got {value!r}")
+        if value <= 0:
+            raise ValueError(f"learner_config_dict[{key!r}] must be > 0, got {value!r}")
+    target, low, high = (float(v) for v in values)
+    if not low <= 1.0 <= high:
+        raise ValueError(
+            f"learner_config_dict: {MIN_KEY} <= 1 <= {MAX_KEY} must hold (the scale starts at 1), "
+            f"got {low!r} and {high!r}"
+        )
+    return target, low, high
+
+
+def next_scale(scale: float, kl: float, target: float, low: float, high: float) -> float:
+    """rl_games' step: down by FACTOR above twice the target, up by FACTOR below half of it."""
+    if kl > 2.0 * target:
+        return max(low, scale / FACTOR)
+    if kl < 0.5 * target:
+        return min(high, scale * FACTOR)
+    return scale
+
+
+class KLAdaptiveLR:
+    """Mixin before an RLlib IMPALA/APPO torch learner: before each minibatch's step, its
+    optimizers' learning rate set to the scheduled one times a scale kept near the KL target."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        loss = super().compute_loss_for_module(
+            module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+        )
+        checked = check_kl_target(config.learner_config_dict)
+        if checked is None:
+            return loss
+        kl = behaviour_kl(self.module[module_id].unwrapped(), batch, fwd_out)
+        scales: dict[Any, float] = self.__dict__.setdefault("_lr_kl_scales", {})
+        scale = next_scale(scales.get(module_id, 1.0), kl, *checked)
+        scales[module_id] = scale
+        for name in self._module_optimizers[module_id]:
+            optimizer = self._named_optimizers[name]
+            scheduler = self._optimizer_lr_schedules.get(optimizer)
+            if scheduler is not None:  # RLlib sets it back to the schedule after the update
+                self._set_optimizer_lr(optimizer, lr=scale * float(scheduler.get_current_value()))
+        self.metrics.log_value((module_id, SCALE_METRIC), scale, window=1)
+        self.metrics.log_value((module_id, KL_METRIC), kl, window=1)
+        return loss
+
+
+def behaviour_kl(module: Any, batch: dict[str, Any], fwd_out: dict[str, Any]) -> float:
+    """The minibatch's mean ``(r - 1) - log r`` over its loss-masked steps, ``r`` the current
+    policy's probability of the action taken over the behaviour policy's."""
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    with torch.no_grad():
+        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        log_ratio = dist.logp(batch[Columns.ACTIONS]) - batch[Columns.ACTION_LOGP]
+        mask = batch[Columns.LOSS_MASK].bool()
+        log_ratio = log_ratio[mask]
+        if log_ratio.numel() == 0:
+            return 0.0
+        return float(torch.mean(torch.expm1(log_ratio) - log_ratio))
