@@ -78,7 +78,7 @@ INTERVALS_NOTE = (
     "its budget (scipy.stats.ecdf on censored data; interval from its log-log band): '∞' says "
     "too few seeds reached the target to bound it. A speedup's interval is a percentile "
     "bootstrap over seeds of the ratio of medians (scipy.stats.bootstrap, 9,999 resamples); "
-    "with 3 seeds it is wide, and honest about it."
+    "with a handful of seeds it is wide, and honest about it."
 )
 
 
