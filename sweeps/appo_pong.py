@@ -12,8 +12,9 @@ Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector e
 the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``), V-trace targets that
 keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments in 500-step batches,
 each batch trained in 3 passes of minibatches of 160 with the surrogate clipped at 0.2, lr 5e-4,
-entropy 0.002 annealed to 0 over 3M env steps. Trials are judged by the training return (the
-mean of the last 20 games). ASHA runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
+entropy 0.002 annealed to 0 over 3M env steps, the policy's entropy kept above 0.3 nats (an
+entropy target). Trials are judged by the training return (the mean of the last 20 games). ASHA
+runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
 
 Results to expect
 -----------------
@@ -47,6 +48,10 @@ TUNED: dict[str, Any] = {
     "lr": 0.0005,
     "use_circular_buffer": False,
     "simple_queue_size": 2,
+    # A floor under the policy's entropy (sweeps/algorithms/entropy_target.py): idle while the
+    # policy is more random than 0.3 nats, it stops the collapse onto one action that froze a run
+    # once the annealed bonus reached 0.
+    "learner_config_dict": {"entropy_target": 0.3},
 }
 
 
@@ -57,11 +62,15 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    """The V-trace family's Pong space plus APPO's clip and target-network period."""
+    """The V-trace family's Pong space plus APPO's clip, target-network period and entropy
+    target (0: none)."""
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
+        "learner_config_dict": {
+            "entropy_target": trial.suggest_categorical("hp/entropy_target", [0.0, 0.1, 0.3, 0.5])
+        },
     }
 
 

@@ -88,8 +88,8 @@ def _config(algo: str, argv: list[str] | None = None):
 def test_the_cpu_recipe(algo: str) -> None:
     """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
     the suite's 42x42 net, sticky actions off; 20-step fragments trained in minibatches of 160
-    (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
-    update."""
+    (APPO in 3 passes with an entropy target, IMPALA in one) through a short queue, weights
+    broadcast after every update."""
     from sweeps.workloads.rllib_config import PONG_MODEL, RLLIB_42_FILTERS
 
     config = _config(algo)
@@ -109,6 +109,7 @@ def test_the_cpu_recipe(algo: str) -> None:
         assert config.clip_param == 0.2
         assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
+        assert config.learner_config_dict == {"entropy_target": 0.3}  # a floor under the entropy
     else:  # no trust region: a floor under the entropy bonus, the learning rate annealed
         assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0005]]
         assert config.lr == [[0, 0.0005], [6_000_000, 0.00005]]
