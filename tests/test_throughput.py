@@ -273,6 +273,29 @@ def test_driver_shares_use_the_algorithms_call_rates():
     assert learner["share"] == pytest.approx(0.1)
 
 
+def test_a_learner_call_trains_its_batch_in_every_pass(monkeypatch):
+    """APPO's recipe: 3 passes over each 500-step batch in minibatches of 160. 7,500 env steps
+    trained per second (each pass counted) are 5 learner calls a second, not 7,500 / 160."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(
+        timer_shares,
+        "window_rates",
+        lambda first, last, seconds: {"sampled_per_s": 2500.0, "trained_per_s": 7500.0},
+    )
+    config = SimpleNamespace(
+        num_env_runners=1,
+        num_envs_per_env_runner=32,
+        get_rollout_fragment_length=lambda: 20,
+        total_train_batch_size=500,
+        num_epochs=3,
+    )
+    rate = timer_shares.rates("appo", config, {}, [{}], 10.0)
+    assert rate["learner_call"] == pytest.approx(5.0)
+    assert rate["update"] == pytest.approx(15.0)  # no minibatch size in the results: the batch
+    assert rate["sample_round"] == pytest.approx(2500 / 640)
+
+
 def test_apex_figures_are_window_differences():
     def apex(idle, adds, add_s):
         return {

@@ -36,9 +36,10 @@ from sweeps.harness import keys
 from sweeps.throughput import window_rates
 
 # How often each driver timer runs, per algorithm: "training_step" (RLlib's training_step
-# calls), "update" (SGD steps), "learner_call" (LearnerGroup.update calls: one SGD step each,
-# except Ape-X's, several), "sample_round" (one sample from every runner), "broadcast" (weight
-# broadcasts), "iteration". A timer not listed shows its per-call time only.
+# calls), "update" (SGD steps), "learner_call" (LearnerGroup.update calls: each trains one
+# batch, in num_epochs passes of minibatches for IMPALA and APPO, several batches for Ape-X),
+# "sample_round" (one sample from every runner), "broadcast" (weight broadcasts), "iteration".
+# A timer not listed shows its per-call time only.
 DRIVER_TIMER_RATES: dict[str, dict[str, str]] = {
     "*": {
         "training_iteration": "iteration",
@@ -236,11 +237,17 @@ def rates(
     broadcasts = sum(_get(r, NUM_SYNCH_WORKER_WEIGHTS) or 0 for r in results)
     updates = window["trained_per_s"] / rows_per_update
     learner_calls = _apex_delta(first, last, "learner_calls_lifetime")
+    if learner_calls is None:  # each call trains its batch num_epochs times, in minibatches
+        passes = max(int(getattr(config, "num_epochs", 1) or 1), 1)
+        rows_per_call = passes * float(config.total_train_batch_size)
+        per_s = window["trained_per_s"] / rows_per_call
+    else:
+        per_s = learner_calls / seconds
     return {
         "iteration": len(results) / seconds,
         "training_step": calls / seconds,
         "update": updates,
-        "learner_call": updates if learner_calls is None else learner_calls / seconds,
+        "learner_call": per_s,
         "sample_round": window["sampled_per_s"] / steps_per_round,
         "broadcast": broadcasts / seconds,
     }
