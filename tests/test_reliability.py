@@ -333,10 +333,13 @@ def _assert_clock_goes_on(rows: list[dict]) -> None:
 @pytest.mark.slow
 def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_session):
     marker = tmp_path / "failed-once"
-    # Step 2,500 of the trial process: in the third iteration, after the second checkpoint.
+    # Step 2,500 of the trial process: in the third iteration (1,024 env steps each), after the
+    # second checkpoint. Greedy evaluation is off: its episodes (60-720 steps, as the policy goes)
+    # would step the same process's envs and move the failure into the second iteration.
     rc, experiment = _faulty_dqn_cabs(
         tmp_path,
         *("--checkpoint-freq", "1", "--max-failures", "2", "--stop-timesteps", str(2 * STOP)),
+        *("--eval-interval", "0"),
         fail_at_step=2500,
         fail_marker=str(marker),
     )
