@@ -10,6 +10,7 @@
   bootstrap value at each fragment's end (RLlib 2.60's loss cancels it); every IMPALA and APPO
   config of the suite uses them; :mod:`~sweeps.algorithms.entropy_target` and
   :mod:`~sweeps.algorithms.kl_lr` are their optional entropy target and KL-adapted learning rate
+  and :mod:`~sweeps.algorithms.appo_loss` APPO's optional standardised advantages
   (``learner_config_dict``).
 * :mod:`sweeps.algorithms.fast_cnn`: RLlib's default IMPALA / APPO / DQN modules with the Atari
   net's symmetric padding done by the conv (same parameters, same outputs).

@@ -21,7 +21,8 @@ Use: ``config.training(learner_class=bootstrapped_learner(config))``
 (``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
 same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
 under the policy's entropy) and an optional KL-adapted learning rate
-(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it.
+(``sweeps/algorithms/kl_lr.py``), and APPO's optionally standardises its advantages per minibatch
+(``sweeps/algorithms/appo_loss.py``), each off unless ``learner_config_dict`` sets it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLearner
 from ray.rllib.core.columns import Columns
 
+from sweeps.algorithms.appo_loss import StandardisedAdvantages
 from sweeps.algorithms.entropy_target import EntropyTarget
 from sweeps.algorithms.kl_lr import KLAdaptiveLR
 
@@ -71,9 +73,11 @@ class BootstrappedIMPALATorchLearner(
     optional entropy target and KL-adapted learning rate)."""
 
 
-class BootstrappedAPPOTorchLearner(KLAdaptiveLR, EntropyTarget, _KeepBootstrap, APPOTorchLearner):
+class BootstrappedAPPOTorchLearner(
+    KLAdaptiveLR, EntropyTarget, _KeepBootstrap, StandardisedAdvantages, APPOTorchLearner
+):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target and KL-adapted learning rate)."""
+    optional entropy target, KL-adapted learning rate and standardised advantages)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps.algorithms import entropy_target, kl_lr
+from sweeps.algorithms import appo_loss, entropy_target, kl_lr
 from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
@@ -157,18 +157,22 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
 def check_learner_settings(config: Any) -> None:
     """A ValueError names a ``learner_config_dict`` key the suite's learners do not read (a typo
     would otherwise change nothing, silently), one given to an algorithm whose learner does not
-    read it, or a bad entropy or KL target."""
+    read it, or a bad entropy or KL target or advantage switch."""
+    from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
     settings = config.learner_config_dict or {}
-    known = (*entropy_target.KEYS, *kl_lr.KEYS)
+    known = (*entropy_target.KEYS, *kl_lr.KEYS, *appo_loss.KEYS)
     unknown = sorted(set(settings) - set(known))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown}; the suite's learners read {list(known)}")
     if settings and not isinstance(config, IMPALAConfig):
         raise ValueError(f"only the suite's IMPALA and APPO learners read {sorted(settings)}")
+    if set(settings) & set(appo_loss.KEYS) and not isinstance(config, APPOConfig):
+        raise ValueError(f"only the suite's APPO learner reads {list(appo_loss.KEYS)}")
     entropy_target.check_target(settings)
     kl_lr.check_kl_target(settings)
+    appo_loss.check_standardize(settings)
 
 
 def _merge_model_config(config: Any, value: Any) -> None:

@@ -1,0 +1,151 @@
+"""APPO's loss with the advantages standardised per minibatch, as PPO's Atari recipes do.
+
+Every PPO recipe that learns Pong in few env steps (CleanRL's ``ppo_atari.py``, rl_games,
+Stable-Baselines3, Sample Factory) standardises the policy-gradient advantages of each minibatch to
+mean 0 and standard deviation 1 before the clipped surrogate. RLlib 2.60's APPO loss does not: its
+V-trace advantages enter the surrogate at their own scale, which on Pong's sparse ±1 points is
+small next to the entropy bonus while the value function is still poor, and shifts as the game's
+score does. Standardised, the surrogate weighs every minibatch alike against the entropy and value
+terms.
+
+:class:`StandardisedAdvantages`, a mixin right before RLlib 2.60's ``APPOTorchLearner`` (the
+suite's APPO learner, ``sweeps/algorithms/vtrace.py``): with
+``learner_config_dict={"standardize_advantages": True}`` the loss is :func:`appo_loss`, RLlib's
+own with one line added (the V-trace advantages standardised over the minibatch's loss-masked
+steps); otherwise it *is* RLlib's loss (``super()``). ``tests/test_appo_loss.py`` checks that
+:func:`appo_loss` with the line made the identity computes RLlib's loss on a real learner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+KEY = "standardize_advantages"
+KEYS = (KEY,)
+EPSILON = 1e-8  # CleanRL's and SB3's
+
+
+def check_standardize(settings: dict[str, Any] | None) -> bool:
+    """Whether ``learner_config_dict`` asks for standardised advantages; a ValueError names a
+    value that is not a bool."""
+    value = (settings or {}).get(KEY, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"learner_config_dict[{KEY!r}] must be true or false, got {value!r}")
+    return value
+
+
+def standardize(advantages: Any, mask: Any) -> Any:
+    """``advantages`` less their mean, over their standard deviation, both taken over the steps
+    where ``mask`` is 1 (the others come out 0)."""
+    import torch
+
+    count = torch.clamp(torch.sum(mask), min=1.0)
+    mean = torch.sum(advantages * mask) / count
+    std = torch.sqrt(torch.sum(torch.square(advantages - mean) * mask) / count)
+    return (advantages - mean) / (std + EPSILON) * mask
+
+
+class StandardisedAdvantages:
+    """Mixin right before RLlib's ``APPOTorchLearner``: with ``standardize_advantages`` its loss
+    standardises the V-trace advantages of each minibatch (see the module docstring)."""
+
+    def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
+        if not check_standardize(config.learner_config_dict):
+            return super().compute_loss_for_module(
+                module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
+            )
+        return appo_loss(self, module_id, config, batch, fwd_out, standardize)
+
+
+def appo_loss(learner, module_id, config, batch, fwd_out, transform):
+    """RLlib 2.60's ``APPOTorchLearner.compute_loss_for_module`` (comments and asserts left out)
+    on ``learner``, the V-trace advantages passed through ``transform(advantages, loss mask)``."""
+    import torch
+    from ray.rllib.algorithms.appo.appo import (
+        LEARNER_RESULTS_CURR_KL_COEFF_KEY,
+        LEARNER_RESULTS_KL_KEY,
+        LEARNER_RESULTS_MEAN_IS_KEY,
+        LEARNER_RESULTS_VAR_IS_KEY,
+    )
+    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major, vtrace_torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+    from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
+
+    module = learner.module[module_id].unwrapped()
+    frag = config.get_rollout_fragment_length()
+    seq_lens = batch.get("seq_lens")
+
+    def time_major(x):
+        return make_time_major(x, trajectory_len=frag, recurrent_seq_len=seq_lens)
+
+    loss_mask = batch[Columns.LOSS_MASK].float()
+    loss_mask_tm = time_major(loss_mask)
+    size_loss_mask = torch.sum(loss_mask)
+
+    values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+    dist_cls = module.get_train_action_dist_cls()
+    target_policy_dist = dist_cls.from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+    old_target_policy_dist = dist_cls.from_logits(
+        module.forward_target(batch)[TARGET_NETWORK_ACTION_DIST_INPUTS]
+    )
+    old_logp_tm = time_major(old_target_policy_dist.logp(batch[Columns.ACTIONS]))
+    behaviour_logp_tm = time_major(batch[Columns.ACTION_LOGP])
+    target_logp_tm = time_major(target_policy_dist.logp(batch[Columns.ACTIONS]))
+    rewards_tm = time_major(batch[Columns.REWARDS])
+    values_tm = time_major(values)
+    bootstrap_values = torch.cat([values_tm[0][1:], values_tm[0][0:1]], dim=0)
+    discounts_tm = (
+        (1.0 - time_major(batch[Columns.TERMINATEDS]).float()) * config.gamma * loss_mask_tm
+    )
+
+    vtrace_targets, pg_advantages = vtrace_torch(
+        target_action_log_probs=old_logp_tm,
+        behaviour_action_log_probs=behaviour_logp_tm,
+        discounts=discounts_tm,
+        rewards=rewards_tm,
+        values=values_tm,
+        bootstrap_values=bootstrap_values,
+        clip_pg_rho_threshold=config.vtrace_clip_pg_rho_threshold,
+        clip_rho_threshold=config.vtrace_clip_rho_threshold,
+    )
+    pg_advantages = transform(pg_advantages * loss_mask_tm, loss_mask_tm)  # the added line
+
+    is_ratio = torch.clip(torch.exp(behaviour_logp_tm - old_logp_tm), 0.0, 2.0)
+    logp_ratio = is_ratio * torch.exp(target_logp_tm - behaviour_logp_tm)
+    surrogate_loss = torch.minimum(
+        pg_advantages * logp_ratio,
+        pg_advantages * torch.clip(logp_ratio, 1 - config.clip_param, 1 + config.clip_param),
+    )
+    mean_is_ratio = torch.sum(is_ratio * loss_mask_tm) / size_loss_mask
+    var_is_ratio = torch.sum(torch.square(is_ratio - mean_is_ratio) * loss_mask_tm) / size_loss_mask
+    if config.use_kl_loss:
+        action_kl = old_target_policy_dist.kl(target_policy_dist) * loss_mask
+        mean_kl_loss = torch.sum(action_kl) / size_loss_mask
+    else:
+        mean_kl_loss = 0.0
+    mean_pi_loss = -(torch.sum(surrogate_loss) / size_loss_mask)
+    delta = values_tm - vtrace_targets
+    mean_vf_loss = 0.5 * torch.sum(torch.pow(delta, 2.0) * loss_mask_tm) / size_loss_mask
+    mean_entropy_loss = -torch.sum(target_policy_dist.entropy() * loss_mask) / size_loss_mask
+    entropy_coeff = learner.entropy_coeff_schedulers_per_module[module_id].get_current_value()
+    total_loss = (
+        mean_pi_loss
+        + mean_vf_loss * config.vf_loss_coeff
+        + mean_entropy_loss * entropy_coeff
+        + mean_kl_loss * learner.curr_kl_coeffs_per_module[module_id]
+    )
+    learner.metrics.log_dict(
+        {
+            POLICY_LOSS_KEY: mean_pi_loss,
+            VF_LOSS_KEY: mean_vf_loss,
+            ENTROPY_KEY: -mean_entropy_loss,
+            LEARNER_RESULTS_KL_KEY: mean_kl_loss,
+            LEARNER_RESULTS_CURR_KL_COEFF_KEY: learner.curr_kl_coeffs_per_module[module_id],
+            LEARNER_RESULTS_MEAN_IS_KEY: mean_is_ratio,
+            LEARNER_RESULTS_VAR_IS_KEY: var_is_ratio,
+        },
+        key=module_id,
+        window=1,
+    )
+    return total_loss

@@ -1,0 +1,129 @@
+"""APPO's loss with standardised advantages (sweeps/algorithms/appo_loss.py): the copy of RLlib's
+loss is RLlib's loss, and the added line standardises over the loss-masked steps only."""
+
+from __future__ import annotations
+
+import math
+
+import gymnasium as gym
+import pytest
+import torch
+
+from sweeps.algorithms.appo_loss import appo_loss, check_standardize, standardize
+
+FRAGMENT = 5
+ROWS = 4  # fragments per batch
+
+
+def test_standardised_advantages_have_mean_0_and_std_1_over_the_masked_steps():
+    advantages = torch.tensor([[1.0, 2.0, 3.0, 100.0], [5.0, 6.0, 7.0, -100.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 1.0, 0.0]])
+    out = standardize(advantages * mask, mask)
+    kept = out[mask.bool()]
+    assert float(kept.mean()) == pytest.approx(0.0, abs=1e-6)
+    assert float(kept.std(unbiased=False)) == pytest.approx(1.0, abs=1e-6)
+    assert torch.all(out[~mask.bool()] == 0)  # the masked-off steps stay out of the loss
+    # their order is kept: (x - mean) / std of [1, 2, 3, 5, 6, 7] (mean 4, std 2.16)
+    assert float(out[0, 0]) == pytest.approx((1 - 4) / 2.1602469, rel=1e-5)
+
+
+@pytest.mark.parametrize("value", [1, "yes", None])
+def test_the_switch_takes_only_a_bool(value):
+    with pytest.raises(ValueError, match="must be true or false"):
+        check_standardize({"standardize_advantages": value})
+    assert check_standardize({}) is False
+    assert check_standardize({"standardize_advantages": True}) is True
+
+
+def test_only_the_suites_appo_learner_takes_the_switch():
+    from ray.rllib.algorithms.appo import APPOConfig
+    from ray.rllib.algorithms.impala import IMPALAConfig
+
+    from sweeps.harness.cli import check_learner_settings
+
+    on = {"standardize_advantages": True}
+    check_learner_settings(APPOConfig().training(learner_config_dict=on))
+    with pytest.raises(ValueError, match="only the suite's APPO learner"):
+        check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
+
+
+@pytest.fixture(scope="module")
+def cartpole_learner():
+    """The suite's APPO learner on CartPole, built in this process (no Ray), and one batch of
+    random states in RLlib's layout: ROWS fragments of FRAGMENT steps, the last of each masked off
+    (as RLlib appends one step per chunk), one episode ending mid-batch, the actions' behaviour
+    log-probs the module's own (on-policy: every probability ratio is 1)."""
+    from ray.rllib.algorithms.appo import APPOConfig
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.columns import Columns
+
+    from sweeps.algorithms.vtrace import bootstrapped_learner
+
+    config = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(rollout_fragment_length=FRAGMENT)
+        .training(clip_param=0.2, entropy_coeff=0.01)
+    )
+    config.training(learner_class=bootstrapped_learner(config))
+    learner = config.build_learner(env=gym.make("CartPole-v1"))
+    module = learner.module[DEFAULT_MODULE_ID].unwrapped()
+    gen = torch.Generator().manual_seed(0)
+    n = FRAGMENT * ROWS
+    mask = torch.ones(n)
+    mask[FRAGMENT - 1 :: FRAGMENT] = 0.0
+    terminated = torch.zeros(n)
+    terminated[7] = 1.0
+    batch = {
+        Columns.OBS: torch.randn(n, 4, generator=gen),
+        Columns.ACTIONS: torch.randint(0, 2, (n,), generator=gen),
+        Columns.REWARDS: torch.randn(n, generator=gen),
+        Columns.TERMINATEDS: terminated.bool(),
+        Columns.LOSS_MASK: mask.bool(),
+    }
+    with torch.no_grad():
+        logits = module.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+        dist = module.get_train_action_dist_cls().from_logits(logits)
+        batch[Columns.ACTION_LOGP] = dist.logp(batch[Columns.ACTIONS])
+    return learner, config, batch
+
+
+def _loss(learner, config, batch, fn, **learner_config):
+    """``fn``'s loss (and the policy loss it logged) with ``learner_config`` as the
+    learner settings."""
+    from ray.rllib.core import DEFAULT_MODULE_ID
+    from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
+
+    config = config.copy(copy_frozen=False).training(learner_config_dict=learner_config)
+    fwd_out = learner.module[DEFAULT_MODULE_ID].forward_train(batch)
+    loss = fn(module_id=DEFAULT_MODULE_ID, config=config, batch=batch, fwd_out=fwd_out)
+    logged = learner.metrics.peek((DEFAULT_MODULE_ID, POLICY_LOSS_KEY))
+    return float(loss.detach()), float(logged)
+
+
+def test_the_copy_of_rllibs_loss_computes_rllibs_loss(cartpole_learner):
+    from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
+
+    learner, config, batch = cartpole_learner
+
+    def rllib(**kw):
+        return APPOTorchLearner.compute_loss_for_module(learner, **kw)
+
+    def copy(*, module_id, config, batch, fwd_out):
+        return appo_loss(learner, module_id, config, batch, fwd_out, lambda adv, mask: adv)
+
+    expected = _loss(learner, config, batch, rllib)
+    assert _loss(learner, config, batch, copy) == pytest.approx(expected, rel=1e-6)
+
+
+def test_standardised_on_policy_advantages_give_a_policy_loss_of_0(cartpole_learner):
+    # On-policy every ratio is 1 and the clip is idle: the policy loss is minus the mean
+    # advantage, which standardising makes 0.
+    learner, config, batch = cartpole_learner
+    _, off = _loss(learner, config, batch, learner.compute_loss_for_module)
+    total, on = _loss(
+        learner, config, batch, learner.compute_loss_for_module, standardize_advantages=True
+    )
+    assert abs(off) > 1e-3
+    assert on == pytest.approx(0.0, abs=1e-5)
+    assert math.isfinite(total)
