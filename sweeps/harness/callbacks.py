@@ -62,6 +62,7 @@ class SuiteCallbacks(RLlibCallback):
         self._eval_started: float | None = None
         self._eval_time_s = 0.0  # evaluation since _mark
         self._greedy_return = math.nan
+        self._training_return = math.nan  # on the driver: the latest RETURN_MEAN
         self._optimum: float | None = None
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
 
@@ -103,13 +104,18 @@ class SuiteCallbacks(RLlibCallback):
         values; on CartPole it ran 30-60% above the true 20-game mean). Each runner keeps its
         last N returns (``on_episode_end``); the driver gets each runner's latest mean (averaged
         over the episode ends of the iteration, and over runners), keeps RLlib's figure under
-        ``RLLIB_RETURN_MEAN`` and leaves NaN until a game has ended."""
+        ``RLLIB_RETURN_MEAN`` and leaves NaN until a game has ended. An iteration in which no
+        game ended keeps the figure of the one before (the last N games are the same): on Pong,
+        whose 32 games tend to end together, one iteration in seven had none and reported NaN."""
         runners = result.get(ENV_RUNNER_RESULTS)
         if not isinstance(runners, dict):
             return
         if keys.RETURN_MEAN[-1] in runners:
             runners[keys.RLLIB_RETURN_MEAN[-1]] = runners[keys.RETURN_MEAN[-1]]
-        runners[keys.RETURN_MEAN[-1]] = number(runners.get(keys.RETURN_MEAN_LAST_N[-1], math.nan))
+        latest = number(runners.get(keys.RETURN_MEAN_LAST_N[-1], math.nan))
+        if not math.isnan(latest):
+            self._training_return = latest
+        runners[keys.RETURN_MEAN[-1]] = self._training_return
 
     def _advance_clocks(self, metrics: Any) -> tuple[float, float]:
         """Add the training and evaluation seconds since the last call to the lifetime sums and
