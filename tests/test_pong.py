@@ -116,6 +116,21 @@ def test_the_cpu_recipe(algo: str) -> None:
         assert config.learner_queue_size == 2
 
 
+def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
+    """DQN's trial 0: one runner stepping 8 games in 8-step fragments, each round of 64 sampled
+    env steps followed by 4 updates of 64 replayed ones (RLlib's own round-robin weights)."""
+    from ray.rllib.algorithms.dqn.dqn import calculate_rr_weights
+
+    config = _config("dqn")
+    assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 8
+    assert config.rollout_fragment_length == 8 and config.train_batch_size == 64
+    store, updates = calculate_rr_weights(config)
+    sampled = config.rollout_fragment_length * config.num_envs_per_env_runner
+    assert (store, updates) == (1, 4)
+    assert updates * config.train_batch_size / sampled == 4.0  # the replay ratio
+    assert config.lr == 2.5e-4 and config.n_step == 3 and config.double_q and config.dueling
+
+
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
     import torch
 
