@@ -58,7 +58,7 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------
-# Pong: sized for a GPU box (the learner takes the GPU when the cluster has one).
+# Pong: one runner of 8 games on a laptop; the learner takes the GPU when the cluster has one.
 # ------------------------------------------------------------------------------------------------
 
 PONG_DEFAULTS: dict[str, Any] = {

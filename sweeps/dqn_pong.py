@@ -13,8 +13,8 @@ replayed steps per 64 sampled (a replay ratio of 4: RLlib's ``training_intensity
 driver's idle local env runner too, so its 2 here is 4 trained per sampled env step), lr 2.5e-4,
 Rainbow's extensions, a 100k prioritized replay, the target net synced every 8k env steps and
 epsilon annealed over 250k. The Rainbow-style settings it replaced (batch 32 every 4 steps at a
-replay ratio of 16) sampled ~137 env steps/s here. ASHA runs over env steps sampled: grace period
-500k steps, reduction factor 3, max 3M steps.
+replay ratio of 16) were learner-bound on 2 cores (results/pong/PROFILE.md). ASHA runs over env
+steps sampled: grace period 500k steps, reduction factor 3, max 3M steps.
 
 Results to expect
 -----------------

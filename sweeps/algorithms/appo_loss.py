@@ -3,7 +3,7 @@
 Every PPO recipe that learns Pong in few env steps (CleanRL's ``ppo_atari.py``, rl_games,
 Stable-Baselines3, Sample Factory) standardises the policy-gradient advantages of each minibatch to
 mean 0 and standard deviation 1 before the clipped surrogate. RLlib 2.60's APPO loss does not: its
-V-trace advantages enter the surrogate at their own scale, which on Pong's sparse ±1 points is
+V-trace advantages enter the surrogate at their own scale, which on Pong's sparse ±1 points can be
 small next to the entropy bonus while the value function is still poor, and shifts as the game's
 score does. Standardised, the surrogate weighs every minibatch alike against the entropy and value
 terms.
