@@ -7,6 +7,8 @@ Replay here is 200k per sweep default (observations are not compressed on the ne
 replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
 learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
 it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
+Each game is an actor of Ape-X's ε schedule (``exploration_per_game``): one runner of 8 games
+explores at ε 0.4, 0.16, ... 0.0007, as 8 single-game actors would, not all 8 at 0.4.
 
 How to run
 ----------
@@ -56,7 +58,7 @@ def make_config(args: argparse.Namespace):
     from sweeps.algorithms.apex import ApexDQNConfig
 
     config = ApexDQNConfig().training(**TUNED)
-    config.apex(num_replay_buffer_shards=4, max_weight_sync_delay=400)
+    config.apex(num_replay_buffer_shards=4, max_weight_sync_delay=400, exploration_per_game=True)
     config.env_runners(rollout_fragment_length=50)
     return PONG.configure(config, args)
 

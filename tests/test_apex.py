@@ -31,6 +31,7 @@ from sweeps.algorithms.apex import (
     ApexEpisodeReplayBuffer,
     cabs_config,
     current_epsilon,
+    game_epsilons,
     initial_priorities,
     per_runner_epsilon,
     register,
@@ -81,12 +82,41 @@ def test_per_runner_epsilon_schedule():
         per_runner_epsilon(4, 4)
 
 
+def test_game_epsilons_make_every_game_an_actor():
+    # 1 runner of 8 games: the paper's 8-actor schedule across the games.
+    assert game_epsilons(0, 1, 8) == pytest.approx([per_runner_epsilon(j, 8) for j in range(8)])
+    # 2 runners of 3 games: runner 1 holds actors 3, 4, 5 of 6.
+    assert game_epsilons(1, 2, 3) == pytest.approx([per_runner_epsilon(k, 6) for k in (3, 4, 5)])
+    assert game_epsilons(0, 1, 1) == pytest.approx([0.4])
+
+
+def test_per_game_epsilon_explores_each_game_at_its_own_rate():
+    """RLlib's DQN ε-greedy reads a tensor ε row by row: games at ε 0 always act greedily,
+    games at ε 1 pick uniformly at random."""
+    from sweeps.algorithms.apex.exploration import _set_module_epsilon
+
+    module = _masked_module(0.0)
+    env = CabsEnv(requests=True)
+    obs = np.stack([env.reset(seed=s)[0] for s in range(4)])
+    obs[:, MASK_START:] = 1.0  # every action available
+    batch = {Columns.OBS: torch.from_numpy(obs)}
+    _set_module_epsilon(module, (0.0, 1.0, 0.0, 1.0))
+    greedy = module.forward_inference(batch)[Columns.ACTIONS].numpy()
+    explored = np.stack(
+        [module.forward_exploration(batch, t=t)[Columns.ACTIONS].numpy() for t in range(200)]
+    )
+    assert (explored[:, [0, 2]] == greedy[[0, 2]]).all()
+    for game in (1, 3):
+        assert (explored[:, game] != greedy[game]).mean() > 0.5
+
+
 def test_config_api_and_defaults():
     config = ApexDQNConfig()
     # Faithful defaults (old RLlib Ape-X / the paper).
     assert config.num_replay_buffer_shards == 4
     assert config.max_weight_sync_delay == 400
     assert (config.exploration_epsilon_base, config.exploration_alpha) == (0.4, 7.0)
+    assert config.exploration_per_game is False
     assert (config.n_step, config.double_q, config.dueling) == (3, True, True)
     assert config.replay_buffer_config["alpha"] == 0.6
     assert config.replay_buffer_config["beta"] == 0.4
@@ -479,6 +509,25 @@ class TestApexMechanics:
         apex = results[-1][APEX_RESULTS]
         assert apex["weight_syncs_lifetime"] > 0
         assert set(apex["weight_sync_lag_updates"]) == {"runner_1", "runner_2"}
+
+
+@pytest.mark.slow
+def test_each_game_explores_at_its_own_epsilon(ray_session):
+    """exploration_per_game: one runner of 4 games is 4 actors of the ε schedule; sampling
+    with one ε per game works and the result reports the runner's mean."""
+    algo = _small_config(runners=1).apex(exploration_per_game=True).build()
+    try:
+        expected = game_epsilons(0, 1, 4)
+        (on_runner,) = algo.env_runner_group.foreach_env_runner(
+            lambda er: er.module.epsilon_schedule.get_current_value().tolist(),
+            local_env_runner=False,
+        )
+        assert on_runner == pytest.approx(expected)
+        result = algo.train()
+        assert result[APEX_RESULTS]["epsilon"] == pytest.approx({"runner_1": np.mean(expected)})
+        assert result[APEX_RESULTS]["env_steps_sampled_lifetime"] > 0
+    finally:
+        algo.stop()
 
 
 def _slow_learner(algo, seconds: float):

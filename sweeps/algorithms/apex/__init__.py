@@ -61,7 +61,8 @@ How data flows
 
 Results: RLlib's usual keys plus ``result["apex"]`` (:data:`APEX_RESULTS`): env steps sampled
 and trained (lifetime and per second), learner updates, per-shard replay fill and mean
-priority, per-runner ε, weight-sync lag, training_step calls and idle time.
+priority, per-runner ε (the mean over its games where each game has its own), weight-sync lag,
+training_step calls and idle time.
 """
 
 from sweeps.algorithms.apex.actor import initial_priorities, sample_and_store
@@ -70,6 +71,7 @@ from sweeps.algorithms.apex.config import ApexDQNConfig, cabs_config
 from sweeps.algorithms.apex.exploration import (
     apply_runner_epsilon,
     current_epsilon,
+    game_epsilons,
     per_runner_epsilon,
 )
 from sweeps.algorithms.apex.learner import ApexDQNTorchLearner
@@ -94,6 +96,7 @@ __all__ = [
     "apply_runner_epsilon",
     "cabs_config",
     "current_epsilon",
+    "game_epsilons",
     "initial_priorities",
     "per_runner_epsilon",
     "register",

@@ -74,6 +74,7 @@ def sample_and_store(
     num_runners: int,
     epsilon_base: float,
     epsilon_alpha: float,
+    epsilon_per_game: bool = False,
     n_step: int,
     gamma: float,
     compute_priorities: bool,
@@ -81,14 +82,17 @@ def sample_and_store(
 ) -> dict[str, Any]:
     """One Ape-X actor step, run on an EnvRunner (via ``foreach_env_runner_async``).
 
-    Loads ``weights`` if given, samples one fragment with the runner's fixed ε, computes the
+    Loads ``weights`` if given, samples one fragment with the runner's fixed ε (one per game with
+    ``epsilon_per_game``), computes the
     initial priorities locally and sends episodes + priorities to the runner's shard. Returns
     counts and the runner's metrics only.
     """
     t0 = time.perf_counter()
     if weights is not None:
         env_runner.set_state(weights)
-    epsilon = apply_runner_epsilon(env_runner, num_runners, epsilon_base, epsilon_alpha)
+    epsilon = apply_runner_epsilon(
+        env_runner, num_runners, epsilon_base, epsilon_alpha, epsilon_per_game
+    )
     episodes = env_runner.sample()
     t1 = time.perf_counter()
     priorities = None

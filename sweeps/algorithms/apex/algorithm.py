@@ -112,6 +112,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
             num_runners=max(self._num_runners, 1),
             epsilon_base=cfg.exploration_epsilon_base,
             epsilon_alpha=cfg.exploration_alpha,
+            epsilon_per_game=bool(cfg.exploration_per_game),
             n_step=int(cfg.n_step),
             gamma=float(cfg.gamma),
             compute_priorities=bool(cfg.compute_initial_priorities),
@@ -167,13 +168,15 @@ class ApexDQN(ApexMetricsMixin, DQN):
     # ----------------------------------------------------------------- public helpers
 
     def get_runner_epsilons(self) -> dict[int, float]:
-        """Apply and return each runner's fixed ε, keyed by worker index (0 = local)."""
+        """Apply and return each runner's fixed ε (the mean over its games where each has its
+        own), keyed by worker index (0 = local)."""
         cfg = self.config
         n = max(self._num_runners, 1)
         base, alpha = cfg.exploration_epsilon_base, cfg.exploration_alpha
+        per_game = bool(cfg.exploration_per_game)
 
         def _apply(er: Any) -> tuple[int, float]:
-            apply_runner_epsilon(er, n, base, alpha)
+            apply_runner_epsilon(er, n, base, alpha, per_game)
             return int(er.worker_index), current_epsilon(er)
 
         if self._num_runners:

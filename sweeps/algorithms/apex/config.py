@@ -29,6 +29,8 @@ class ApexDQNConfig(DQNConfig):
     max_weight_sync_delay                     400           old RLlib: env steps a runner
                                                             returns between weight syncs
     exploration_epsilon_base / _alpha         0.4 / 7       paper; old ``PerWorkerEpsilonGreedy``
+    exploration_per_game                      False         new: each game of a runner's vector
+                                                            env is an actor of that schedule
     max_requests_in_flight_per_env_runner     2             old ``..._per_sampler_worker``
     max_requests_in_flight_per_replay_shard   4             old: inf (bounded: stale priorities)
     replay capacity (all shards together)     2,000,000     old RLlib
@@ -73,6 +75,7 @@ class ApexDQNConfig(DQNConfig):
         self.max_weight_sync_delay = 400
         self.exploration_epsilon_base = 0.4
         self.exploration_alpha = 7.0
+        self.exploration_per_game = False
         self.max_requests_in_flight_per_replay_shard = 4
         self.replay_batches_per_request = 1
         self.replay_shard_num_cpus = 0.0
@@ -115,6 +118,7 @@ class ApexDQNConfig(DQNConfig):
         max_weight_sync_delay: int = NotProvided,
         exploration_epsilon_base: float = NotProvided,
         exploration_alpha: float = NotProvided,
+        exploration_per_game: bool = NotProvided,
         max_requests_in_flight_per_env_runner: int = NotProvided,
         max_requests_in_flight_per_replay_shard: int = NotProvided,
         replay_batches_per_request: int = NotProvided,
@@ -134,6 +138,10 @@ class ApexDQNConfig(DQNConfig):
                 returned this many env steps since its last sync.
             exploration_epsilon_base: ε of Ape-X's per-actor schedule ε^(1 + α i/(N-1)).
             exploration_alpha: α of that schedule.
+            exploration_per_game: Each game of a runner's vector env is an actor of that
+                schedule (N runners of G games: N·G actors, from ε down to ε^(1+α)), not the
+                runner as a whole (all its games at one ε). On a small machine, where one
+                runner steps all the games, a single runner's ε is the base 0.4 for every game.
             max_requests_in_flight_per_env_runner: Sample requests queued per runner (>= 2
                 keeps a runner busy while its previous result travels back).
             max_requests_in_flight_per_replay_shard: Replay-sample requests in flight per
@@ -198,6 +206,8 @@ class ApexDQNConfig(DQNConfig):
         ahead = self.max_env_steps_sampled_ahead
         if not (ahead is None or ahead == "auto" or (isinstance(ahead, int) and ahead >= 0)):
             self._value_error("max_env_steps_sampled_ahead must be 'auto', None or an int >= 0.")
+        if not isinstance(self.exploration_per_game, bool):
+            self._value_error("exploration_per_game must be True or False.")
         if self.max_requests_in_flight_per_replay_shard < 1:
             self._value_error("max_requests_in_flight_per_replay_shard must be >= 1.")
         if self.batch_mode != "truncate_episodes" and not self.in_evaluation:

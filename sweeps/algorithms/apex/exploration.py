@@ -1,6 +1,9 @@
-"""Ape-X's per-actor exploration: every EnvRunner explores with its own fixed
+"""Ape-X's per-actor exploration: every actor explores with its own fixed
 ε_i = ε^(1 + α·i/(N−1)) (Horgan et al. 2018), set on its DQN module and read back for metrics.
-All functions here run on the runner, except :func:`per_runner_epsilon` (pure arithmetic).
+An actor is an EnvRunner, or, with ``per_game``, each game of a runner's vector env (N runners
+of G games are N·G actors; the module then holds one ε per game and RLlib's ε-greedy draws each
+game's random action with its own). All functions here run on the runner, except
+:func:`per_runner_epsilon` and :func:`game_epsilons` (pure arithmetic).
 """
 
 from __future__ import annotations
@@ -26,30 +29,52 @@ def per_runner_epsilon(
     return float(base ** (1.0 + alpha * index / (num_runners - 1)))
 
 
-def _set_module_epsilon(module: Any, epsilon: float) -> None:
-    """Give the (DQN) module a constant ε (idempotent)."""
+def game_epsilons(
+    runner: int, num_runners: int, games: int, base: float = 0.4, alpha: float = 7.0
+) -> tuple[float, ...]:
+    """The fixed ε of each of the ``games`` games of runner ``runner`` (0-based) when every
+    game is an actor: game j of runner i is actor ``i·games + j`` of ``num_runners·games``."""
+    actors = max(num_runners, 1) * games
+    return tuple(per_runner_epsilon(runner * games + j, actors, base, alpha) for j in range(games))
+
+
+def _set_module_epsilon(module: Any, epsilon: float | tuple[float, ...]) -> None:
+    """Give the (DQN) module a constant ε, one number or one per game (idempotent)."""
+    import torch
+
     modules = module.values() if isinstance(module, MultiRLModule) else [module]
+    value = torch.tensor(epsilon, dtype=torch.float32) if isinstance(epsilon, tuple) else epsilon
     for m in modules:
         if hasattr(m, "epsilon_schedule") and getattr(m, "_apex_epsilon", None) != epsilon:
-            m.epsilon_schedule = Scheduler(fixed_value_or_schedule=epsilon, framework="torch")
+            m.epsilon_schedule = Scheduler(fixed_value_or_schedule=value, framework="torch")
             m._apex_epsilon = epsilon
 
 
-def _runner_epsilon(env_runner: Any, num_runners: int, base: float, alpha: float) -> float:
-    index = max(int(env_runner.worker_index) - 1, 0)
-    return per_runner_epsilon(min(index, max(num_runners, 1) - 1), num_runners, base, alpha)
+def _runner_epsilon(
+    env_runner: Any, num_runners: int, base: float, alpha: float, per_game: bool
+) -> float | tuple[float, ...]:
+    index = min(max(int(env_runner.worker_index) - 1, 0), max(num_runners, 1) - 1)
+    games = int(getattr(env_runner, "num_envs", 1) or 1)
+    if per_game and games > 1:
+        return game_epsilons(index, num_runners, games, base, alpha)
+    return per_runner_epsilon(index, num_runners, base, alpha)
 
 
-def apply_runner_epsilon(env_runner: Any, num_runners: int, base: float, alpha: float) -> float:
-    """Set the runner's module to its Ape-X ε and return it (runner-side)."""
-    epsilon = _runner_epsilon(env_runner, num_runners, base, alpha)
+def apply_runner_epsilon(
+    env_runner: Any, num_runners: int, base: float, alpha: float, per_game: bool = False
+) -> float:
+    """Set the runner's module to its Ape-X ε (one per game with ``per_game``) and return it,
+    the mean over its games where each has its own (runner-side)."""
+    epsilon = _runner_epsilon(env_runner, num_runners, base, alpha, per_game)
     _set_module_epsilon(env_runner.module, epsilon)
-    return epsilon
+    return float(sum(epsilon) / len(epsilon)) if isinstance(epsilon, tuple) else epsilon
 
 
 def current_epsilon(env_runner: Any) -> float:
-    """The ε the runner's module explores with right now (runner-side, for tests/metrics)."""
+    """The ε the runner's module explores with right now, the mean over its games where each
+    has its own (runner-side, for tests/metrics)."""
     module = env_runner.module
     if isinstance(module, MultiRLModule):
         module = module[DEFAULT_MODULE_ID]
-    return float(module.epsilon_schedule.get_current_value())
+    value = module.epsilon_schedule.get_current_value()
+    return float(value.float().mean()) if hasattr(value, "float") else float(value)
