@@ -83,9 +83,8 @@ def sample_and_store(
     """One Ape-X actor step, run on an EnvRunner (via ``foreach_env_runner_async``).
 
     Loads ``weights`` if given, samples one fragment with the runner's fixed ε (one per game with
-    ``epsilon_per_game``), computes the
-    initial priorities locally and sends episodes + priorities to the runner's shard. Returns
-    counts and the runner's metrics only.
+    ``epsilon_per_game``), computes the initial priorities locally and sends episodes +
+    priorities to the runner's shard. Returns counts and the runner's metrics only.
     """
     t0 = time.perf_counter()
     if weights is not None:

@@ -43,9 +43,9 @@ def _set_module_epsilon(module: Any, epsilon: float | tuple[float, ...]) -> None
     import torch
 
     modules = module.values() if isinstance(module, MultiRLModule) else [module]
-    value = torch.tensor(epsilon, dtype=torch.float32) if isinstance(epsilon, tuple) else epsilon
     for m in modules:
         if hasattr(m, "epsilon_schedule") and getattr(m, "_apex_epsilon", None) != epsilon:
+            value = torch.tensor(epsilon) if isinstance(epsilon, tuple) else epsilon
             m.epsilon_schedule = Scheduler(fixed_value_or_schedule=value, framework="torch")
             m._apex_epsilon = epsilon
 
