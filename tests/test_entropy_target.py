@@ -10,9 +10,11 @@ import torch
 from sweeps.algorithms.entropy_target import (
     COEFF_METRIC,
     MAX_COEFF,
+    TARGET_METRIC,
     EntropyTarget,
     check_target,
     next_coeff,
+    target_at,
 )
 
 
@@ -28,14 +30,28 @@ def test_the_multiplier_rises_below_the_target_and_falls_to_zero_above():
     [
         ({"entropy_target": "high"}, "must be a number"),
         ({"entropy_target": -0.1}, "must be >= 0"),
-        ({"entropy_target": 0.3, "entropy_target_rate": 0}, "must be > 0"),
+        ({"entropy_target": 0.3, "entropy_target_rate": 0}, "must be a number > 0"),
         ({"entropy_target": True}, "must be a number"),
+        ({"entropy_target": []}, "or a schedule such as"),
+        ({"entropy_target": [[0, 0.3], [5, -1]]}, r"pairs >= 0, got \[5, -1\]"),
+        ({"entropy_target": [[0, 0.3, 1]]}, "pairs"),
+        ({"entropy_target": [[10, 0.3]]}, "starting at step 0"),
+        ({"entropy_target": [[0, 0.3], [9, 0.2], [9, 0.1]]}, "increasing steps"),
     ],
 )
 def test_a_bad_target_is_one_clear_error(settings, words):
     with pytest.raises(ValueError, match=words):
         check_target(settings)
-    assert check_target({}) is None and check_target({"entropy_target": 0.3})[0] == 0.3
+    assert check_target({}) is None
+    assert check_target({"entropy_target": 0.3}) == (((0.0, 0.3),), 1e-4)
+
+
+def test_a_scheduled_target_is_linear_between_its_points_and_held_after_the_last():
+    schedule, _ = check_target({"entropy_target": [[0, 0.3], [4_000_000, 0.3], [6_000_000, 0]]})
+    assert [target_at(schedule, s) for s in (0, 3e6, 4e6, 5e6, 6e6, 9e6)] == pytest.approx(
+        [0.3, 0.3, 0.3, 0.15, 0.0, 0.0]
+    )
+    assert target_at(((0.0, 0.6),), 1e9) == 0.6  # a number: the same target throughout
 
 
 class _Base:
@@ -43,6 +59,9 @@ class _Base:
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         return torch.zeros(())
+
+    def before_gradient_based_update(self, *, timesteps):
+        pass
 
 
 class _Learner(EntropyTarget, _Base):
@@ -55,12 +74,16 @@ class _Learner(EntropyTarget, _Base):
         self.metrics = SimpleNamespace(log_value=lambda k, v, window: self.logged.update({k: v}))
 
 
-def _loss(learner, logits, settings):
+def _loss(learner, logits, settings, env_steps=None):
     from ray.rllib.core.columns import Columns
 
     batch = {Columns.LOSS_MASK: torch.ones(logits.shape[0], dtype=torch.bool)}
     config = SimpleNamespace(learner_config_dict=settings)
     fwd_out = {Columns.ACTION_DIST_INPUTS: logits}
+    if env_steps is not None:
+        learner.before_gradient_based_update(
+            timesteps={"num_env_steps_sampled_lifetime": env_steps}
+        )
     return learner.compute_loss_for_module(
         module_id="p", config=config, batch=batch, fwd_out=fwd_out
     )
@@ -84,3 +107,16 @@ def test_above_the_target_or_without_one_the_loss_is_the_learners_own():
     assert _loss(learner, uniform, {"entropy_target": 0.3}).item() == 0.0
     assert learner.logged[("p", COEFF_METRIC)] == 0.0
     assert _loss(_Learner(), uniform, {}).item() == 0.0
+
+
+def test_the_learner_follows_the_schedule_by_the_env_steps_rllib_passes_it():
+    learner = _Learner()
+    collapsed = torch.tensor([[8.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 4)
+    settings = {"entropy_target": [[0, 0.3], [100, 0.0]], "entropy_target_rate": 1e-2}
+    _loss(learner, collapsed, settings, env_steps=50)
+    assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.15)
+    assert learner.logged[("p", COEFF_METRIC)] > 0  # the collapsed policy is below 0.15
+    for _ in range(20):  # beta falls by rate * entropy (~1.4e-4) an update, to 0
+        _loss(learner, collapsed, settings, env_steps=200)
+    assert learner.logged[("p", TARGET_METRIC)] == 0.0
+    assert learner.logged[("p", COEFF_METRIC)] == 0.0  # no floor left: beta back down to 0
