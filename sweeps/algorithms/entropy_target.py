@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 TARGET_KEY = "entropy_target"
 RATE_KEY = "entropy_target_rate"
 KEYS = (TARGET_KEY, RATE_KEY)
@@ -85,10 +87,8 @@ def _check_schedule(points: Any) -> Schedule:
 def target_at(schedule: Schedule, env_steps: float) -> float:
     """The target in force after ``env_steps`` env steps: linear between the schedule's points,
     the last point's value after it."""
-    for (s0, v0), (s1, v1) in zip(schedule, schedule[1:], strict=False):
-        if env_steps < s1:
-            return v0 + (v1 - v0) * max(0.0, env_steps - s0) / (s1 - s0)
-    return schedule[-1][1]
+    steps, values = zip(*schedule, strict=True)
+    return float(np.interp(env_steps, steps, values))
 
 
 def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float:
