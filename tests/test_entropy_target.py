@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -12,8 +13,10 @@ from sweeps.algorithms.entropy_target import (
     MAX_COEFF,
     TARGET_METRIC,
     EntropyTarget,
+    Target,
     check_target,
     next_coeff,
+    share_training_return,
     target_at,
 )
 
@@ -33,21 +36,33 @@ def test_the_multiplier_rises_below_the_target_and_falls_to_zero_above():
         ({"entropy_target": 0.3, "entropy_target_rate": 0}, "must be a number > 0"),
         ({"entropy_target": True}, "must be a number"),
         ({"entropy_target": []}, "or a schedule such as"),
-        ({"entropy_target": [[0, 0.3], [5, -1]]}, r"pairs >= 0, got \[5, -1\]"),
+        ({"entropy_target": [[0, 0.3], [5, -1]]}, r"nats >= 0\] pairs, got \[5, -1\]"),
+        ({"entropy_target": [[-1, 0.3]]}, r"\[env steps >= 0, nats >= 0\] pairs"),
         ({"entropy_target": [[0, 0.3, 1]]}, "pairs"),
         ({"entropy_target": [[10, 0.3]]}, "starting at step 0"),
-        ({"entropy_target": [[0, 0.3], [9, 0.2], [9, 0.1]]}, "increasing steps"),
+        ({"entropy_target": [[0, 0.3], [9, 0.2], [9, 0.1]]}, "increasing points"),
+        ({"entropy_target": 0.3, "entropy_target_by": "steps"}, "'env_steps' or 'return'"),
+        (
+            {"entropy_target": [[5, 0.6], [-5, 0.0]], "entropy_target_by": "return"},
+            "increasing points",
+        ),
+        (
+            {"entropy_target": [[-5, -0.6]], "entropy_target_by": "return"},
+            r"\[training return, nats >= 0\]",
+        ),
     ],
 )
 def test_a_bad_target_is_one_clear_error(settings, words):
     with pytest.raises(ValueError, match=words):
         check_target(settings)
     assert check_target({}) is None
-    assert check_target({"entropy_target": 0.3}) == (((0.0, 0.3),), 1e-4)
+    assert check_target({"entropy_target": 0.3}) == Target(((0.0, 0.3),), 1e-4, "env_steps")
 
 
 def test_a_scheduled_target_is_linear_between_its_points_and_held_after_the_last():
-    schedule, _ = check_target({"entropy_target": [[0, 0.3], [4_000_000, 0.3], [6_000_000, 0]]})
+    schedule = check_target(
+        {"entropy_target": [[0, 0.3], [4_000_000, 0.3], [6_000_000, 0]]}
+    ).schedule
     assert [target_at(schedule, s) for s in (0, 3e6, 4e6, 5e6, 6e6, 9e6)] == pytest.approx(
         [0.3, 0.3, 0.3, 0.15, 0.0, 0.0]
     )
@@ -120,3 +135,89 @@ def test_the_learner_follows_the_schedule_by_the_env_steps_rllib_passes_it():
         _loss(learner, collapsed, settings, env_steps=200)
     assert learner.logged[("p", TARGET_METRIC)] == 0.0
     assert learner.logged[("p", COEFF_METRIC)] == 0.0  # no floor left: beta back down to 0
+
+
+def test_by_return_the_target_follows_the_best_training_return_handed_to_the_learner():
+    settings = {"entropy_target": [[-5, 0.6], [15, 0.0]], "entropy_target_by": "return"}
+    schedule = check_target(settings).schedule  # returns may be negative, from any point
+    assert [target_at(schedule, r) for r in (-21, -5, 5, 15, 21)] == pytest.approx(
+        [0.6, 0.6, 0.3, 0.0, 0.0]
+    )
+    learner = _Learner()
+    collapsed = torch.tensor([[8.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 4)
+    _loss(learner, collapsed, settings, env_steps=9e6)  # env steps do not move this target
+    assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.6)  # no return yet
+    learner.note_training_return(5.0)
+    _loss(learner, collapsed, settings)
+    assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.3)
+    learner.note_training_return(-20.0)  # a worse iteration does not raise the floor again
+    _loss(learner, collapsed, settings)
+    assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.3)
+
+
+def test_the_training_return_reaches_only_learners_whose_target_is_keyed_by_it():
+    learner = _Learner()
+    calls = []
+
+    def foreach_learner(func, *, timeout_seconds):
+        calls.append(timeout_seconds)
+        func(learner)
+
+    def algorithm(settings):
+        return SimpleNamespace(
+            config=SimpleNamespace(learner_config_dict=settings),
+            learner_group=SimpleNamespace(foreach_learner=foreach_learner),
+        )
+
+    by_return = {"entropy_target": [[0, 0.6], [10, 0.0]], "entropy_target_by": "return"}
+    share_training_return(algorithm({"entropy_target": [[0, 0.6], [10, 0.0]]}), 5.0)
+    share_training_return(algorithm({}), 5.0)
+    share_training_return(algorithm(by_return), float("nan"))  # no game has ended yet
+    assert calls == []
+    share_training_return(algorithm(by_return), 4.0)
+    assert calls == [0.0]  # remote learners are not waited for
+    assert learner._entropy_target_best_return == 4.0
+
+
+@pytest.mark.slow
+def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_session):
+    """CartPole, RLlib's APPO with the suite's learner and callbacks: the return the driver
+    reports reaches the learner, whose target in force follows it."""
+    from ray.rllib.algorithms.appo import APPOConfig
+    from ray.rllib.core import DEFAULT_MODULE_ID
+
+    from sweeps.algorithms.vtrace import bootstrapped_learner
+    from sweeps.harness import keys
+    from sweeps.harness.callbacks import SuiteCallbacks
+
+    schedule = [[0, 0.6], [200, 0.0]]
+    config = (
+        APPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=1, num_envs_per_env_runner=4, rollout_fragment_length=32)
+        .training(train_batch_size_per_learner=256, lr=5e-4)
+        .learners(
+            num_learners=0,  # as the suite's sweeps: the learner in the driver
+            learner_config_dict={"entropy_target": schedule, "entropy_target_by": "return"},
+        )
+        .reporting(min_time_s_per_iteration=0.5)
+        .callbacks(SuiteCallbacks)
+        .debugging(seed=0, log_level="ERROR")
+    )
+    config.learners(learner_class=bootstrapped_learner(config))
+    algo = config.build()
+    try:
+        returns, targets = [], []
+        for _ in range(6):
+            result = algo.train()
+            returns.append(keys.get(result, keys.RETURN_MEAN))
+            learner = result.get("learners", {}).get(DEFAULT_MODULE_ID, {})
+            targets.append(learner.get(TARGET_METRIC))  # none before the learner's first update
+        best = algo.learner_group._learner._entropy_target_best_return
+    finally:
+        algo.stop()
+    assert best == max(r for r in returns if not math.isnan(r)) > 0
+    logged = [t for t in targets if t is not None]
+    # the floor came down from 0.6 with the returns handed over, never below the best's target
+    assert logged and logged[-1] < 0.6
+    assert min(logged) >= target_at(((0, 0.6), (200, 0.0)), best) - 1e-9

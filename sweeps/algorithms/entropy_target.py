@@ -19,21 +19,31 @@ uniform over Pong's 6 actions; 0.3 is about 95% on one action, the rest spread);
 ``"entropy_target_rate"`` (default ``DEFAULT_RATE`` per update). The target may also be a
 schedule over env steps sampled, written as RLlib writes its ``lr`` and ``entropy_coeff``
 schedules: ``[[0, 0.3], [4000000, 0.3], [6000000, 0.0]]`` holds 0.3 to 4M env steps, then lowers
-it linearly to 0 (no floor) at 6M, where it stays; the first point is at step 0. ``beta`` is
-logged per module as ``entropy_target_coeff`` and the target in force as ``entropy_target_now``;
-``beta`` is not checkpointed (a restored learner starts it at 0 and it comes back within a few
-hundred updates).
+it linearly to 0 (no floor) at 6M, where it stays; the first point is at step 0. With
+``"entropy_target_by": "return"`` the schedule's points are training returns instead: ``[[-5, 0.6],
+[15, 0.0]]`` holds 0.6 until the best training return so far (the mean of the last 20 games, which
+the suite's callback hands the learners after every iteration: :func:`share_training_return`)
+reaches -5, then lowers it linearly to none at 15; the floor then comes down when the policy plays
+well on each seed, not at a fixed count of env steps, and does not come back up if the return
+falls again. ``beta`` is logged per module as ``entropy_target_coeff`` and the target in force as
+``entropy_target_now``; neither ``beta`` nor the best return is checkpointed (a restored learner
+starts ``beta`` at 0, which comes back within a few hundred updates, and takes the training return
+of its first iteration as the best).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+from typing import Any, NamedTuple
 
 import numpy as np
 
 TARGET_KEY = "entropy_target"
 RATE_KEY = "entropy_target_rate"
-KEYS = (TARGET_KEY, RATE_KEY)
+BY_KEY = "entropy_target_by"
+KEYS = (TARGET_KEY, RATE_KEY, BY_KEY)
+BY_ENV_STEPS = "env_steps"  # the schedule's points are env steps sampled (the default)
+BY_RETURN = "return"  # ... the best training return so far
 COEFF_METRIC = "entropy_target_coeff"
 TARGET_METRIC = "entropy_target_now"
 DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 updates
@@ -43,14 +53,27 @@ MAX_COEFF = 0.05
 Schedule = tuple[tuple[float, float], ...]
 
 
-def check_target(settings: dict[str, Any] | None) -> tuple[Schedule, float] | None:
-    """The entropy target, as a schedule of ``(env steps, nats)`` points (a number is the one
-    point ``(0, number)``), and its rate in ``learner_config_dict`` (None if no target is set); a
-    ValueError names a target that is neither a number >= 0 nor a schedule of such numbers from
-    step 0 at increasing steps, or a rate that is not > 0."""
+class Target(NamedTuple):
+    schedule: Schedule  # (progress, nats) points; progress in env steps or training return
+    rate: float
+    by: str  # BY_ENV_STEPS or BY_RETURN
+
+
+def check_target(settings: dict[str, Any] | None) -> Target | None:
+    """The entropy target in ``learner_config_dict`` (None if no target is set): its schedule
+    of ``(env steps or training return, nats)`` points (a number is the one point
+    ``(0, number)``), its rate and what its points count. A ValueError names a target that is
+    neither a number >= 0 nor a schedule of such numbers at increasing points (by env steps:
+    from step 0), a rate that is not > 0, or an ``entropy_target_by`` other than ``"env_steps"``
+    or ``"return"``."""
     settings = settings or {}
     target = settings.get(TARGET_KEY)
     rate = settings.get(RATE_KEY, DEFAULT_RATE)
+    by = settings.get(BY_KEY, BY_ENV_STEPS)
+    if by not in (BY_ENV_STEPS, BY_RETURN):
+        raise ValueError(
+            f"learner_config_dict[{BY_KEY!r}] must be {BY_ENV_STEPS!r} or {BY_RETURN!r}, got {by!r}"
+        )
     if target is None:
         return None
     if not _is_number(rate) or rate <= 0:
@@ -58,37 +81,69 @@ def check_target(settings: dict[str, Any] | None) -> tuple[Schedule, float] | No
     if _is_number(target):
         if target < 0:
             raise ValueError(f"learner_config_dict[{TARGET_KEY!r}] must be >= 0, got {target!r}")
-        return ((0.0, float(target)),), float(rate)
-    return _check_schedule(target), float(rate)
+        return Target(((0.0, float(target)),), float(rate), by)
+    return Target(_check_schedule(target, by), float(rate), by)
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _check_schedule(points: Any) -> Schedule:
+def _check_schedule(points: Any, by: str) -> Schedule:
     problem = f"learner_config_dict[{TARGET_KEY!r}] must be a number >= 0 or a schedule"
-    example = "[[0, 0.3], [4000000, 0.3], [6000000, 0.0]]"
+    if by == BY_RETURN:
+        example, pairs, start = "[[-5, 0.6], [15, 0.0]]", "[training return, nats >= 0]", ""
+    else:
+        example = "[[0, 0.3], [4000000, 0.3], [6000000, 0.0]]"
+        pairs, start = "[env steps >= 0, nats >= 0]", "starting at step 0 "
     if not isinstance(points, list | tuple) or not points:
         raise ValueError(f"{problem} such as {example}, got {points!r}")
     for point in points:
         if not (
             isinstance(point, list | tuple)
             and len(point) == 2
-            and all(_is_number(x) and x >= 0 for x in point)
+            and all(_is_number(x) for x in point)
+            and point[1] >= 0
+            and (by == BY_RETURN or point[0] >= 0)
         ):
-            raise ValueError(f"{problem} of [env steps, nats] pairs >= 0, got {point!r}")
+            raise ValueError(f"{problem} of {pairs} pairs, got {point!r}")
     steps = [point[0] for point in points]
-    if steps[0] != 0 or any(b <= a for a, b in zip(steps, steps[1:], strict=False)):
-        raise ValueError(f"{problem} starting at step 0 with increasing steps, got {points!r}")
+    if (by == BY_ENV_STEPS and steps[0] != 0) or any(
+        b <= a for a, b in zip(steps, steps[1:], strict=False)
+    ):
+        raise ValueError(f"{problem} {start}with increasing points, got {points!r}")
     return tuple((float(step), float(nats)) for step, nats in points)
 
 
-def target_at(schedule: Schedule, env_steps: float) -> float:
-    """The target in force after ``env_steps`` env steps: linear between the schedule's points,
-    the last point's value after it."""
+def target_at(schedule: Schedule, progress: float) -> float:
+    """The target in force at ``progress`` (env steps sampled, or the best training return):
+    linear between the schedule's points, the first point's value before it, the last's after."""
     steps, values = zip(*schedule, strict=True)
-    return float(np.interp(env_steps, steps, values))
+    return float(np.interp(progress, steps, values))
+
+
+def share_training_return(algorithm: Any, training_return: float) -> None:
+    """On the driver, after each iteration: hand the training return to the learners, where
+    the entropy target is a schedule over it (nothing otherwise, nor before a game has ended).
+    A local learner is called in place; remote ones are not waited for."""
+    settings = getattr(getattr(algorithm, "config", None), "learner_config_dict", None)
+    target = check_target(settings)
+    group = getattr(algorithm, "learner_group", None)
+    if target is None or target.by != BY_RETURN or math.isnan(training_return) or group is None:
+        return
+    group.foreach_learner(_NoteReturn(float(training_return)), timeout_seconds=0.0)
+
+
+class _NoteReturn:
+    """A picklable call of ``learner.note_training_return(value)`` for remote learners."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def __call__(self, learner: Any) -> None:
+        note = getattr(learner, "note_training_return", None)
+        if note is not None:
+            note(self.value)
 
 
 def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float:
@@ -99,7 +154,13 @@ def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float
 class EntropyTarget:
     """Mixin before an RLlib IMPALA/APPO torch learner: its loss, less ``beta`` times the
     minibatch's mean policy entropy, with ``beta`` stepped toward the target in force at the
-    env steps sampled that RLlib passes to every update."""
+    env steps sampled that RLlib passes to every update (or at the best training return the
+    suite's callback has handed it)."""
+
+    def note_training_return(self, training_return: float) -> None:
+        """The training return of the latest iteration; the target reads the best so far."""
+        best = getattr(self, "_entropy_target_best_return", -math.inf)
+        self._entropy_target_best_return = max(best, float(training_return))
 
     def before_gradient_based_update(self, *, timesteps):
         from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -117,8 +178,12 @@ class EntropyTarget:
         checked = check_target(config.learner_config_dict)
         if checked is None:
             return loss
-        schedule, rate = checked
-        target = target_at(schedule, getattr(self, "_entropy_target_env_steps", 0.0))
+        if checked.by == BY_RETURN:
+            progress = getattr(self, "_entropy_target_best_return", -math.inf)
+        else:
+            progress = getattr(self, "_entropy_target_env_steps", 0.0)
+        target = target_at(checked.schedule, progress)
+        rate = checked.rate
         module = self.module[module_id].unwrapped()
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         mask = batch[Columns.LOSS_MASK].float()

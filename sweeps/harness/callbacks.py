@@ -26,6 +26,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
 from envs import exact_optimum
+from sweeps.algorithms import entropy_target
 from sweeps.harness import keys
 from sweeps.harness.values import number
 
@@ -140,6 +141,7 @@ class SuiteCallbacks(RLlibCallback):
 
     def on_train_result(self, *, algorithm, metrics_logger=None, result: dict, **kwargs) -> None:
         self._smoothed_return(result)
+        entropy_target.share_training_return(algorithm, self._training_return)
         train_time, eval_time = self._advance_clocks(metrics_logger)
         result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
 
