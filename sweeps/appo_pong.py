@@ -12,9 +12,10 @@ Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector e
 the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``), V-trace targets that
 keep the bootstrap value (sweeps/algorithms/vtrace.py), 20-step fragments in 500-step batches,
 each batch trained in 3 passes of minibatches of 160 with the surrogate clipped at 0.2, lr 5e-4,
-entropy 0.002 annealed to 0 over 3M env steps, the policy's entropy kept above 0.3 nats (an
-entropy target). Trials are judged by the training return (the mean of the last 20 games). ASHA
-runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
+entropy 0.002 annealed to 0 over 3M env steps, and a floor under the policy's entropy that comes
+down as the policy learns to play (an entropy target over the training return: 0.6 nats until the
+return reaches -15, lowered to 0.1 by -5). Trials are judged by the training return (the mean of
+the last 20 games). ASHA runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
 
 Results to expect
 -----------------
@@ -40,6 +41,7 @@ from sweeps.workloads.pong import PONG
 # busy learner had not reached), in 3 passes as PPO's Atari recipes take (the net leaves the
 # learner time for them), with PPO's tighter clip of 0.2 around the target network's policy
 # (RLlib's 0.4 let the policy swing more between passes): results/pong/candidates/CURVES.md.
+ENTROPY_FLOOR = [[-15, 0.6], [-5, 0.1]]  # [training return, nats]: 0.6 to -15, 0.1 from -5
 TUNED: dict[str, Any] = {
     **vtrace_family.PONG_TUNED,
     "num_epochs": 3,
@@ -48,10 +50,13 @@ TUNED: dict[str, Any] = {
     "lr": 0.0005,
     "use_circular_buffer": False,
     "simple_queue_size": 2,
-    # A floor under the policy's entropy (sweeps/algorithms/entropy_target.py): idle while the
-    # policy is more random than 0.3 nats, it stops the collapse onto one action that froze a run
-    # once the annealed bonus reached 0.
-    "learner_config_dict": {"entropy_target": 0.3},
+    # A floor under the policy's entropy (sweeps/algorithms/entropy_target.py) keyed to the best
+    # training return so far: 0.6 nats while the policy loses nearly every point (it stops the
+    # collapse onto one action that froze a run at -19 once the annealed bonus reached 0), lowered
+    # from a return of -15 to 0.1 at -5. A floor held at 0.3 or 0.6 kept the return in a plateau
+    # near -5..0; one taken away entirely let the entropy fall to 0.01 and the return swing
+    # (results/pong/candidates/CURVES.md).
+    "learner_config_dict": {"entropy_target": ENTROPY_FLOOR, "entropy_target_by": "return"},
 }
 
 
@@ -62,14 +67,19 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    """The V-trace family's Pong space plus APPO's clip, target-network period and entropy
-    target (0: none)."""
+    """The V-trace family's Pong space plus APPO's clip, target-network period and the entropy
+    floor: 0.6 nats while the return is below -15, lowered to its end value (0: none) by the
+    return where it is released."""
+    (start_return, start), _ = ENTROPY_FLOOR
+    release = trial.suggest_categorical("hp/entropy_target_release", [-10, -5, 0])
+    end = trial.suggest_categorical("hp/entropy_target_end", [0.0, 0.05, 0.1, 0.2])
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
         "learner_config_dict": {
-            "entropy_target": trial.suggest_categorical("hp/entropy_target", [0.0, 0.1, 0.3, 0.5])
+            "entropy_target": [[start_return, start], [release, end]],
+            "entropy_target_by": "return",
         },
     }
 

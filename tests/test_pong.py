@@ -109,7 +109,11 @@ def test_the_cpu_recipe(algo: str) -> None:
         assert config.clip_param == 0.2
         assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
-        assert config.learner_config_dict == {"entropy_target": 0.3}  # a floor under the entropy
+        # a floor under the entropy, lowered as the training return rises
+        assert config.learner_config_dict == {
+            "entropy_target": [[-15, 0.6], [-5, 0.1]],
+            "entropy_target_by": "return",
+        }
     else:  # no trust region: a floor under the entropy bonus, the learning rate annealed
         assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0005]]
         assert config.lr == [[0, 0.0005], [6_000_000, 0.00005]]
