@@ -159,9 +159,9 @@ def test_the_training_return_reaches_only_learners_whose_target_is_keyed_by_it()
     learner = _Learner()
     calls = []
 
-    def foreach_learner(func, *, timeout_seconds):
+    def foreach_learner(func, *, timeout_seconds, **kwargs):  # as RLlib's: func(learner, **kwargs)
         calls.append(timeout_seconds)
-        func(learner)
+        func(learner, **kwargs)
 
     def algorithm(settings):
         return SimpleNamespace(

@@ -131,19 +131,15 @@ def share_training_return(algorithm: Any, training_return: float) -> None:
     group = getattr(algorithm, "learner_group", None)
     if target is None or target.by != BY_RETURN or math.isnan(training_return) or group is None:
         return
-    group.foreach_learner(_NoteReturn(float(training_return)), timeout_seconds=0.0)
+    group.foreach_learner(_note_return, timeout_seconds=0.0, value=float(training_return))
 
 
-class _NoteReturn:
-    """A picklable call of ``learner.note_training_return(value)`` for remote learners."""
-
-    def __init__(self, value: float) -> None:
-        self.value = value
-
-    def __call__(self, learner: Any) -> None:
-        note = getattr(learner, "note_training_return", None)
-        if note is not None:
-            note(self.value)
+def _note_return(learner: Any, value: float) -> None:
+    """``learner.note_training_return(value)`` where the learner has it (module-level: remote
+    learners get it pickled)."""
+    note = getattr(learner, "note_training_return", None)
+    if note is not None:
+        note(value)
 
 
 def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float:
@@ -183,13 +179,12 @@ class EntropyTarget:
         else:
             progress = getattr(self, "_entropy_target_env_steps", 0.0)
         target = target_at(checked.schedule, progress)
-        rate = checked.rate
         module = self.module[module_id].unwrapped()
         dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
         mask = batch[Columns.LOSS_MASK].float()
         entropy = torch.sum(dist.entropy() * mask) / torch.clamp(torch.sum(mask), min=1.0)
         coeffs: dict[Any, float] = self.__dict__.setdefault("_entropy_target_coeffs", {})
-        beta = next_coeff(coeffs.get(module_id, 0.0), float(entropy.detach()), target, rate)
+        beta = next_coeff(coeffs.get(module_id, 0.0), float(entropy.detach()), target, checked.rate)
         coeffs[module_id] = beta
         self.metrics.log_value((module_id, COEFF_METRIC), beta, window=1)
         self.metrics.log_value((module_id, TARGET_METRIC), target, window=1)
