@@ -208,11 +208,15 @@ def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_s
     algo = config.build()
     try:
         returns, targets = [], []
-        for _ in range(6):
+        # APPO's learner updates in its own thread: on a loaded machine an iteration may end
+        # before an update has run with the return handed over, so train until one has (or 30)
+        for _ in range(30):
             result = algo.train()
             returns.append(keys.get(result, keys.RETURN_MEAN))
             learner = result.get("learners", {}).get(DEFAULT_MODULE_ID, {})
             targets.append(learner.get(TARGET_METRIC))  # none before the learner's first update
+            if len(returns) >= 3 and targets[-1] is not None and targets[-1] < 0.6:
+                break
         best = algo.learner_group._learner._entropy_target_best_return
     finally:
         algo.stop()
