@@ -40,7 +40,8 @@ A benchmark gets a new folder, ``<--storage-path>/<--name>`` (default
 ``runs/benchmark/<env>-<variant>-<date>-<time>``), with one run folder per configuration
 (``<name>-dqn-r0``, ``<name>-apex-r1``, ...; ``<name>-<algo>`` with the sweep's own runner count)
 and the report beside them. Naming an existing benchmark folder reuses each run folder whose run
-record holds the same arguments and refuses, before anything runs, one that does not. The report
+record holds the same arguments and the same tuned defaults (the sweep file's algorithm config as
+it stands now), and refuses, before anything runs, one that does not. The report
 goes into ``results/`` only when asked for: ``--out results/cabs``.
 
 Results to expect
@@ -62,18 +63,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sweeps.harness.cli import add_gym_arguments, count, positive_float
 from sweeps.harness.cli import build_parser as sweep_parser
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import check_writable
-from sweeps.harness.record import RECORD_FILE, RunRecord
+from sweeps.harness.record import RECORD_FILE, RunRecord, jsonable
 from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
 # failed configuration again); a "running" or "interrupted" one did not.
 REUSABLE = ("finished", "failed")
+# Algorithm-config keys the runner sets from the cluster after the tuned defaults (GPU learner,
+# env-runner resources, placement): a reused run may differ in them.
+PLACEMENT_KEYS = ("num_gpus_per_learner", "custom_resources_per_env_runner", "placement_strategy")
 
 
 def _int_list(text: str) -> list[int]:
@@ -187,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--name",
         default=None,
         help="benchmark folder name (default: <env>-<variant>-<date>-<time>); an existing one's "
-        "run folders are reused when their recorded arguments match",
+        "run folders are reused when their recorded arguments and tuned defaults match",
     )
     p.add_argument(
         "--out",
@@ -352,7 +357,55 @@ def check_reuse(run: Run) -> Run:
                 f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
                 "another --name or delete it"
             )
+    changed = tuned_defaults_changed(record.base_config, module.SWEEP, run.flags)
+    if changed:
+        raise UsageError(
+            f"{run.folder} was run with other tuned defaults of {run.sweep} "
+            f"({'; '.join(changed)}); choose another --name or delete it"
+        )
     return Run(run.sweep, run.module, run.folder, run.flags, reuse=record)
+
+
+_OBJECT = object()  # what _plain gives for a value that holds an object's repr
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON holds it, or ``_OBJECT`` where it holds an object's repr (a class, a
+    function: their text differs between processes)."""
+    value = json.loads(json.dumps(jsonable(value)))
+    leaves = [value]
+    while leaves:
+        leaf = leaves.pop()
+        if isinstance(leaf, dict):
+            leaves.extend(leaf.values())
+        elif isinstance(leaf, list):
+            leaves.extend(leaf)
+        elif isinstance(leaf, str) and leaf.startswith("<") and leaf.endswith(">"):
+            return _OBJECT
+    return value
+
+
+def tuned_defaults_changed(
+    recorded: dict[str, Any] | None, sweep: Any, flags: Sequence[str]
+) -> list[str]:
+    """``key: then -> now`` for each setting of the algorithm config that the sweep's tuned
+    defaults (with these flags) no longer give: the same arguments on a changed sweep file are
+    another experiment. Nothing for a record without its config, placement keys and objects."""
+    if not recorded:
+        return []
+    from sweeps.harness.runner import parse
+
+    _, config = parse(sweep, list(flags), new_folder=False)
+    now = config.to_dict()
+    changes = []
+    for key in sorted(set(now) | set(recorded)):
+        if key in PLACEMENT_KEYS:
+            continue
+        then_value, now_value = _plain(recorded.get(key)), _plain(now.get(key))
+        if _OBJECT in (then_value, now_value) or then_value == now_value:
+            continue
+        changes.append(f"{key}: {json.dumps(then_value)} then, {json.dumps(now_value)} now")
+    return changes
 
 
 def dry_run_lines(args: argparse.Namespace, runs: list[Run]) -> str:

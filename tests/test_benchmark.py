@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from sweeps import benchmark
-from sweeps.harness.cli import parse_args
+from sweeps.harness.record import jsonable
+from sweeps.harness.runner import parse
 
 
 class Calls(list):
@@ -35,7 +36,7 @@ def calls(monkeypatch):
         recorded.append(cmd)
         if "--benchmark-seeds" in cmd:
             sweep = cmd[2].removeprefix("sweeps.")
-            args = parse_args(importlib.import_module(cmd[2]).SWEEP, cmd[3:])
+            args, config = parse(importlib.import_module(cmd[2]).SWEEP, cmd[3:])
             folder = Path(args.storage_path) / args.name
             folder.mkdir(parents=True)
             rc = exit_codes.get(args.name, 0)
@@ -43,6 +44,7 @@ def calls(monkeypatch):
                 "sweep": sweep,
                 "status": "failed" if rc else "finished",
                 "args": {k: v for k, v in vars(args).items() if k != "argv"},
+                "base_config": jsonable(config.to_dict()),  # the tuned defaults it ran
             }
             (folder / "run.json").write_text(json.dumps(record))
             return rc
@@ -153,6 +155,11 @@ REFUSED_REUSE = {
         "bench/bench-dqn was run with --stop-train-time-s 120.0, not 60.0; choose another",
     ),
     "different seeds": (["--benchmark-seeds", "5"], lambda f: None, "--benchmark-seeds 3, not 5"),
+    "other tuned defaults": (
+        [],
+        lambda folder: _edit_config(folder, lr=0.123),
+        "bench/bench-dqn was run with other tuned defaults of dqn_cabs (lr: 0.123 then, ",
+    ),
     "no run record": (
         [],
         lambda folder: (folder / "run.json").unlink(),
@@ -164,6 +171,12 @@ REFUSED_REUSE = {
         "did not finish (status interrupted); continue it with python sweeps/dqn_cabs.py --resume",
     ),
 }
+
+
+def _edit_config(folder: Path, **settings: object) -> None:
+    record = json.loads((folder / "run.json").read_text())
+    record["base_config"].update(settings)  # as if the sweep file's tuned defaults had changed
+    (folder / "run.json").write_text(json.dumps(record))
 
 
 def _set_status(folder: Path, status: str) -> None:

@@ -421,7 +421,11 @@ def add_gym_arguments(group: Any, *, without_variant_flags: bool = False) -> Non
         group.add_argument("--tm-seed", nargs="?", action=NoVariants)
 
 
-def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(
+    sweep: Sweep, argv: Sequence[str] | None, *, new_folder: bool = True
+) -> argparse.Namespace:
+    """The sweep's flags, checked; ``new_folder=False`` reads the flags of a run whose folder
+    exists (the benchmark's check of a folder it may reuse) without refusing it."""
     parser = build_parser(sweep)
     args = parser.parse_args(argv)
     if args.resume is not None:
@@ -456,7 +460,8 @@ def parse_args(sweep: Sweep, argv: Sequence[str] | None) -> argparse.Namespace:
     if os.sep in args.name or args.name in {".", ".."}:
         parser.error(f"--name must be a plain folder name, got {args.name!r}")
     try:
-        _check_storage(args.storage_path, args.name)
+        if new_folder:
+            _check_storage(args.storage_path, args.name)
     except UsageError as e:
         parser.error(str(e))
     if args.optuna_storage is not None:

@@ -259,21 +259,22 @@ def load_average() -> float | None:
         return None
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
+    """``value`` as ``run.json`` holds it: objects JSON cannot hold as their repr."""
     try:
         json.dumps(value)
         return value
     except TypeError:
         if isinstance(value, dict):
-            return {str(k): _jsonable(v) for k, v in value.items()}
+            return {str(k): jsonable(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
-            return [_jsonable(v) for v in value]
+            return [jsonable(v) for v in value]
         return repr(value)
 
 
 def write_record(location: str, record: dict[str, Any]) -> None:
     """Write ``run.json`` at ``location`` (a local path or a storage URI), its folder created."""
-    storage.write_text(location, json.dumps(_jsonable(record), indent=2, sort_keys=True))
+    storage.write_text(location, json.dumps(jsonable(record), indent=2, sort_keys=True))
 
 
 def cpu_model() -> str:

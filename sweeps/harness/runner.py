@@ -99,10 +99,13 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     return summarise(sweep, args, results, record)
 
 
-def parse(sweep: Sweep, argv: Sequence[str] | None) -> tuple[argparse.Namespace, Any]:
+def parse(
+    sweep: Sweep, argv: Sequence[str] | None, *, new_folder: bool = True
+) -> tuple[argparse.Namespace, Any]:
     """The checked flags and the sweep's algorithm config (its tuned defaults), before Ray
-    starts. Bad flags exit 2 in the parser; a config the flags make invalid is a UsageError."""
-    args = parse_args(sweep, argv)
+    starts. Bad flags exit 2 in the parser; a config the flags make invalid is a UsageError.
+    ``new_folder=False``: the flags of a run whose folder exists (``parse_args``)."""
+    args = parse_args(sweep, argv, new_folder=new_folder)
     try:
         config = sweep.make_config(args)
     except ValueError as e:  # e.g. an ill-typed env-config value
