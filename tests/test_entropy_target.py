@@ -16,8 +16,12 @@ from sweeps.algorithms.entropy_target import (
     Target,
     check_target,
     next_coeff,
-    share_training_return,
     target_at,
+)
+from sweeps.algorithms.training_return import (
+    best_training_return,
+    note_training_return,
+    share_training_return,
 )
 
 
@@ -147,15 +151,22 @@ def test_by_return_the_target_follows_the_best_training_return_handed_to_the_lea
     collapsed = torch.tensor([[8.0, 0.0, 0.0, 0.0, 0.0, 0.0]] * 4)
     _loss(learner, collapsed, settings, env_steps=9e6)  # env steps do not move this target
     assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.6)  # no return yet
-    learner.note_training_return(5.0)
+    note_training_return(learner, 5.0)
     _loss(learner, collapsed, settings)
     assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.3)
-    learner.note_training_return(-20.0)  # a worse iteration does not raise the floor again
+    note_training_return(learner, -20.0)  # a worse iteration does not raise the floor again
     _loss(learner, collapsed, settings)
     assert learner.logged[("p", TARGET_METRIC)] == pytest.approx(0.3)
 
 
-def test_the_training_return_reaches_only_learners_whose_target_is_keyed_by_it():
+def test_the_training_return_reaches_the_learners_only_where_a_schedule_is_keyed_by_it():
+    from sweeps.harness.callbacks import learners_need_return
+
+    assert not learners_need_return({"entropy_target": [[0, 0.6], [10, 0.0]]})  # by env steps
+    assert not learners_need_return({}) and not learners_need_return(None)
+    assert learners_need_return({"entropy_target": [[0, 0.6]], "entropy_target_by": "return"})
+    assert learners_need_return({"lr_scale_by_return": [[5, 1.0], [15, 0.2]]})
+
     learner = _Learner()
     calls = []
 
@@ -163,29 +174,24 @@ def test_the_training_return_reaches_only_learners_whose_target_is_keyed_by_it()
         calls.append(timeout_seconds)
         func(learner, **kwargs)
 
-    def algorithm(settings):
-        return SimpleNamespace(
-            config=SimpleNamespace(learner_config_dict=settings),
-            learner_group=SimpleNamespace(foreach_learner=foreach_learner),
-        )
-
-    by_return = {"entropy_target": [[0, 0.6], [10, 0.0]], "entropy_target_by": "return"}
-    share_training_return(algorithm({"entropy_target": [[0, 0.6], [10, 0.0]]}), 5.0)
-    share_training_return(algorithm({}), 5.0)
-    share_training_return(algorithm(by_return), float("nan"))  # no game has ended yet
-    assert calls == []
-    share_training_return(algorithm(by_return), 4.0)
-    assert calls == [0.0]  # remote learners are not waited for
-    assert learner._entropy_target_best_return == 4.0
+    algorithm = SimpleNamespace(learner_group=SimpleNamespace(foreach_learner=foreach_learner))
+    share_training_return(algorithm, 5.0, wanted=False)
+    share_training_return(algorithm, float("nan"), wanted=True)  # no game has ended yet
+    assert calls == [] and best_training_return(learner) == -math.inf
+    share_training_return(algorithm, 4.0, wanted=True)
+    share_training_return(algorithm, 2.0, wanted=True)  # worse: the best stays
+    assert calls == [0.0, 0.0]  # remote learners are not waited for
+    assert best_training_return(learner) == 4.0
 
 
 @pytest.mark.slow
-def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_session):
+def test_a_real_appo_learner_lowers_its_floor_and_rate_as_the_training_return_rises(ray_session):
     """CartPole, RLlib's APPO with the suite's learner and callbacks: the return the driver
-    reports reaches the learner, whose target in force follows it."""
+    reports reaches the learner, whose target in force and learning-rate scale follow it."""
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.core import DEFAULT_MODULE_ID
 
+    from sweeps.algorithms.kl_lr import RETURN_SCALE_METRIC
     from sweeps.algorithms.vtrace import bootstrapped_learner
     from sweeps.harness import keys
     from sweeps.harness.callbacks import SuiteCallbacks
@@ -198,7 +204,11 @@ def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_s
         .training(train_batch_size_per_learner=256, lr=5e-4)
         .learners(
             num_learners=0,  # as the suite's sweeps: the learner in the driver
-            learner_config_dict={"entropy_target": schedule, "entropy_target_by": "return"},
+            learner_config_dict={
+                "entropy_target": schedule,
+                "entropy_target_by": "return",
+                "lr_scale_by_return": [[0, 1.0], [200, 0.5]],
+            },
         )
         .reporting(min_time_s_per_iteration=0.5)
         .callbacks(SuiteCallbacks)
@@ -207,7 +217,7 @@ def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_s
     config.learners(learner_class=bootstrapped_learner(config))
     algo = config.build()
     try:
-        returns, targets = [], []
+        returns, targets, scales = [], [], []
         # APPO's learner updates in its own thread: on a loaded machine an iteration may end
         # before an update has run with the return handed over, so train until one has (or 30)
         for _ in range(30):
@@ -215,9 +225,10 @@ def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_s
             returns.append(keys.get(result, keys.RETURN_MEAN))
             learner = result.get("learners", {}).get(DEFAULT_MODULE_ID, {})
             targets.append(learner.get(TARGET_METRIC))  # none before the learner's first update
+            scales.append(learner.get(RETURN_SCALE_METRIC))
             if len(returns) >= 3 and targets[-1] is not None and targets[-1] < 0.6:
                 break
-        best = algo.learner_group._learner._entropy_target_best_return
+        best = best_training_return(algo.learner_group._learner)
     finally:
         algo.stop()
     assert best == max(r for r in returns if not math.isnan(r)) > 0
@@ -225,3 +236,5 @@ def test_a_real_appo_learner_lowers_its_floor_as_the_training_return_rises(ray_s
     # the floor came down from 0.6 with the returns handed over, never below the best's target
     assert logged and logged[-1] < 0.6
     assert min(logged) >= target_at(((0, 0.6), (200, 0.0)), best) - 1e-9
+    # the rate's scale came down too (the return it read may be an iteration newer)
+    assert 1.0 - 0.5 * best / 200 - 1e-9 <= scales[-1] < 1.0

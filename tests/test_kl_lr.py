@@ -13,11 +13,14 @@ from sweeps.algorithms.kl_lr import (
     FACTOR,
     KL_METRIC,
     MAX_SCALE,
+    RETURN_SCALE_METRIC,
     SCALE_METRIC,
     KLAdaptiveLR,
     check_kl_target,
+    check_return_scale,
     next_scale,
 )
+from sweeps.algorithms.training_return import note_training_return
 
 
 def test_the_scale_falls_above_twice_the_target_and_rises_below_half_of_it():
@@ -44,6 +47,20 @@ def test_a_bad_kl_target_is_one_clear_error(settings, words):
     assert check_kl_target({"lr_kl_target": 0.01}) == (0.01, 0.1, MAX_SCALE)
 
 
+@pytest.mark.parametrize(
+    "points",
+    [0.5, [], [[5, 1.0], [15, 0.0]], [[15, 1.0], [5, 0.2]], [[5, True]], [[5, 1.0, 2]]],
+)
+def test_a_bad_scale_by_return_is_one_clear_error(points):
+    with pytest.raises(ValueError, match="lr_scale_by_return.*scale > 0"):
+        check_return_scale({"lr_scale_by_return": points})
+    assert check_return_scale({}) is None
+    assert check_return_scale({"lr_scale_by_return": [[-5, 1], [15, 0.2]]}) == (
+        (-5.0, 1.0),
+        (15.0, 0.2),
+    )
+
+
 def test_only_the_suites_vtrace_learners_take_learner_settings():
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.dqn import DQNConfig
@@ -56,6 +73,9 @@ def test_only_the_suites_vtrace_learners_take_learner_settings():
         check_learner_settings(APPOConfig().training(learner_config_dict={"lr_kl_target": -1}))
     with pytest.raises(ValueError, match="IMPALA and APPO"):
         check_learner_settings(DQNConfig().training(learner_config_dict={"lr_kl_target": 0.01}))
+    with pytest.raises(ValueError, match="lr_scale_by_return"):
+        bad = {"lr_scale_by_return": [[5, 1.0], [15, -1.0]]}
+        check_learner_settings(APPOConfig().training(learner_config_dict=bad))
 
 
 class _Base:
@@ -121,3 +141,22 @@ def test_without_a_target_the_learning_rate_is_left_alone():
     learner = _Learner(lr=5e-4)
     _step(learner, [2.0, 0.0], [0.5, 0.5], {})
     assert learner.optimizer.param_groups[0]["lr"] == 5e-4 and not learner.logged
+
+
+def test_by_return_the_rate_follows_the_best_training_return_handed_to_the_learner():
+    settings = {"lr_scale_by_return": [[5, 1.0], [15, 0.2]]}
+    learner = _Learner(lr=5e-4)
+    _step(learner, [2.0, 0.0], [0.5, 0.5], settings)  # no game ended yet: the first scale
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(5e-4)
+    assert learner.logged == {("p", RETURN_SCALE_METRIC): 1.0}  # no KL target: no KL logged
+    note_training_return(learner, 10.0)
+    _step(learner, [2.0, 0.0], [0.5, 0.5], settings)
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(5e-4 * 0.6)
+    note_training_return(learner, -21.0)  # a worse iteration does not raise the rate again
+    _step(learner, [2.0, 0.0], [0.5, 0.5], settings)
+    assert learner.logged[("p", RETURN_SCALE_METRIC)] == pytest.approx(0.6)
+
+    both = _Learner(lr=5e-4)  # with a KL target too, the step's rate is the product
+    note_training_return(both, 20.0)
+    _step(both, [0.0, 0.0], [0.5, 0.5], {**settings, "lr_kl_target": 0.01})  # KL 0: up
+    assert both.optimizer.param_groups[0]["lr"] == pytest.approx(5e-4 * FACTOR * 0.2)

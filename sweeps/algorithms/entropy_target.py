@@ -22,10 +22,10 @@ schedules: ``[[0, 0.3], [4000000, 0.3], [6000000, 0.0]]`` holds 0.3 to 4M env st
 it linearly to 0 (no floor) at 6M, where it stays; the first point is at step 0. With
 ``"entropy_target_by": "return"`` the schedule's points are training returns instead: ``[[-5, 0.6],
 [15, 0.0]]`` holds 0.6 until the best training return so far (the mean of the last 20 games, which
-the suite's callback hands the learners after every iteration: :func:`share_training_return`)
-reaches -5, then lowers it linearly to none at 15; the floor then comes down when the policy plays
-well on each seed, not at a fixed count of env steps, and does not come back up if the return
-falls again. ``beta`` is logged per module as ``entropy_target_coeff`` and the target in force as
+the suite's callback hands the learners after every iteration: ``training_return.py``) reaches
+-5, then lowers it linearly to none at 15; the floor then comes down when the policy plays well
+on each seed, not at a fixed count of env steps, and does not come back up if the return falls
+again. ``beta`` is logged per module as ``entropy_target_coeff`` and the target in force as
 ``entropy_target_now``; neither ``beta`` nor the best return is checkpointed (a restored learner
 starts ``beta`` at 0, which comes back within a few hundred updates, and takes the training return
 of its first iteration as the best).
@@ -33,10 +33,11 @@ of its first iteration as the best).
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from sweeps.algorithms.training_return import best_training_return
 
 TARGET_KEY = "entropy_target"
 RATE_KEY = "entropy_target_rate"
@@ -122,24 +123,11 @@ def target_at(schedule: Schedule, progress: float) -> float:
     return float(np.interp(progress, steps, values))
 
 
-def share_training_return(algorithm: Any, training_return: float) -> None:
-    """On the driver, after each iteration: hand the training return to the learners, where
-    the entropy target is a schedule over it (nothing otherwise, nor before a game has ended).
-    A local learner is called in place; remote ones are not waited for."""
-    settings = getattr(getattr(algorithm, "config", None), "learner_config_dict", None)
+def keyed_by_return(settings: dict[str, Any] | None) -> bool:
+    """Whether the target in ``learner_config_dict`` is a schedule over the training return
+    (its learners then need the return: ``training_return.share_training_return``)."""
     target = check_target(settings)
-    group = getattr(algorithm, "learner_group", None)
-    if target is None or target.by != BY_RETURN or math.isnan(training_return) or group is None:
-        return
-    group.foreach_learner(_note_return, timeout_seconds=0.0, value=float(training_return))
-
-
-def _note_return(learner: Any, value: float) -> None:
-    """``learner.note_training_return(value)`` where the learner has it (module-level: remote
-    learners get it pickled)."""
-    note = getattr(learner, "note_training_return", None)
-    if note is not None:
-        note(value)
+    return target is not None and target.by == BY_RETURN
 
 
 def next_coeff(beta: float, entropy: float, target: float, rate: float) -> float:
@@ -151,12 +139,7 @@ class EntropyTarget:
     """Mixin before an RLlib IMPALA/APPO torch learner: its loss, less ``beta`` times the
     minibatch's mean policy entropy, with ``beta`` stepped toward the target in force at the
     env steps sampled that RLlib passes to every update (or at the best training return the
-    suite's callback has handed it)."""
-
-    def note_training_return(self, training_return: float) -> None:
-        """The training return of the latest iteration; the target reads the best so far."""
-        best = getattr(self, "_entropy_target_best_return", -math.inf)
-        self._entropy_target_best_return = max(best, float(training_return))
+    suite's callback has handed it: ``training_return.py``)."""
 
     def before_gradient_based_update(self, *, timesteps):
         from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
@@ -175,7 +158,7 @@ class EntropyTarget:
         if checked is None:
             return loss
         if checked.by == BY_RETURN:
-            progress = getattr(self, "_entropy_target_best_return", -math.inf)
+            progress = best_training_return(self)
         else:
             progress = getattr(self, "_entropy_target_env_steps", 0.0)
         target = target_at(checked.schedule, progress)

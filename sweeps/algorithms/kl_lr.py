@@ -22,17 +22,32 @@ target the learner is unchanged. ``s`` and the KL are logged per module as ``lr_
 ``behaviour_kl`` (the step's learning rate is RLlib's own ``default_optimizer_learning_rate``
 times ``lr_kl_scale``); ``s`` is not checkpointed (a restored learner starts it at 1, a few
 updates from where it was).
+
+The learning rate may also be scaled by how well the policy plays: ``"lr_scale_by_return": [[5,
+1.0], [15, 0.2]]`` keeps the configured rate until the best training return so far (handed to the
+learners after every iteration: ``training_return.py``) reaches 5, then lowers it linearly to a
+fifth by 15, where it stays: a large step while the policy learns to play, a small one once it
+plays well, on each seed when it gets there rather than at a fixed count of env steps. The scale
+is logged as ``lr_return_scale``; with a KL target as well, the step's rate is the product.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+import numpy as np
+
+from sweeps.algorithms.training_return import best_training_return
 
 TARGET_KEY = "lr_kl_target"
 MIN_KEY = "lr_kl_min_scale"
 MAX_KEY = "lr_kl_max_scale"
-KEYS = (TARGET_KEY, MIN_KEY, MAX_KEY)
+KL_KEYS = (TARGET_KEY, MIN_KEY, MAX_KEY)
+RETURN_SCALE_KEY = "lr_scale_by_return"
+KEYS = (*KL_KEYS, RETURN_SCALE_KEY)
 SCALE_METRIC = "lr_kl_scale"
+RETURN_SCALE_METRIC = "lr_return_scale"
 KL_METRIC = "behaviour_kl"
 FACTOR = 1.5  # rl_games' adaptive schedule
 MIN_SCALE = 0.1
@@ -50,7 +65,7 @@ def check_kl_target(settings: dict[str, Any] | None) -> tuple[float, float, floa
         settings.get(MIN_KEY, MIN_SCALE),
         settings.get(MAX_KEY, MAX_SCALE),
     )
-    for key, value in zip(KEYS, values, strict=True):
+    for key, value in zip(KL_KEYS, values, strict=True):
         if not isinstance(value, int | float) or isinstance(value, bool):
             raise ValueError(f"learner_config_dict[{key!r}] must be a number, got {value!r}")
         if value <= 0:
@@ -62,6 +77,47 @@ def check_kl_target(settings: dict[str, Any] | None) -> tuple[float, float, floa
             f"got {low!r} and {high!r}"
         )
     return target, low, high
+
+
+def check_return_scale(settings: dict[str, Any] | None) -> tuple[tuple[float, float], ...] | None:
+    """The learning rate's scale over the training return in ``learner_config_dict`` (None if
+    not set): ``(return, scale)`` points; a ValueError names one that is not a list of
+    ``[return, scale > 0]`` pairs at increasing returns."""
+    points = (settings or {}).get(RETURN_SCALE_KEY)
+    if points is None:
+        return None
+    problem = (
+        f"learner_config_dict[{RETURN_SCALE_KEY!r}] must be a list of [training return, scale > 0]"
+        " pairs at increasing returns, such as [[5, 1.0], [15, 0.2]]"
+    )
+    if not isinstance(points, list | tuple) or not points:
+        raise ValueError(f"{problem}, got {points!r}")
+    for point in points:
+        if not (
+            isinstance(point, list | tuple)
+            and len(point) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in point)
+            and all(math.isfinite(x) for x in point)
+            and point[1] > 0
+        ):
+            raise ValueError(f"{problem}, got {point!r}")
+    returns = [point[0] for point in points]
+    if any(b <= a for a, b in zip(returns, returns[1:], strict=False)):
+        raise ValueError(f"{problem}, got {points!r}")
+    return tuple((float(r), float(scale)) for r, scale in points)
+
+
+def keyed_by_return(settings: dict[str, Any] | None) -> bool:
+    """Whether ``learner_config_dict`` scales the learning rate by the training return (its
+    learners then need the return: ``training_return.share_training_return``)."""
+    return check_return_scale(settings) is not None
+
+
+def return_scale(schedule: tuple[tuple[float, float], ...], best_return: float) -> float:
+    """The scale in force at ``best_return``: linear between the points, the first point's
+    scale before it (also before any game has ended), the last's after."""
+    returns, scales = zip(*schedule, strict=True)
+    return float(np.interp(best_return, returns, scales))
 
 
 def next_scale(scale: float, kl: float, target: float, low: float, high: float) -> float:
@@ -82,19 +138,25 @@ class KLAdaptiveLR:
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
         checked = check_kl_target(config.learner_config_dict)
-        if checked is None:
+        by_return = check_return_scale(config.learner_config_dict)
+        if checked is None and by_return is None:
             return loss
-        kl = behaviour_kl(self.module[module_id].unwrapped(), batch, fwd_out)
-        scales: dict[Any, float] = self.__dict__.setdefault("_lr_kl_scales", {})
-        scale = next_scale(scales.get(module_id, 1.0), kl, *checked)
-        scales[module_id] = scale
+        scale = 1.0
+        if checked is not None:
+            kl = behaviour_kl(self.module[module_id].unwrapped(), batch, fwd_out)
+            scales: dict[Any, float] = self.__dict__.setdefault("_lr_kl_scales", {})
+            scale = scales[module_id] = next_scale(scales.get(module_id, 1.0), kl, *checked)
+            self.metrics.log_value((module_id, SCALE_METRIC), scale, window=1)
+            self.metrics.log_value((module_id, KL_METRIC), kl, window=1)
+        if by_return is not None:
+            played = return_scale(by_return, best_training_return(self))
+            self.metrics.log_value((module_id, RETURN_SCALE_METRIC), played, window=1)
+            scale *= played
         for name in self._module_optimizers[module_id]:
             optimizer = self._named_optimizers[name]
             scheduler = self._optimizer_lr_schedules.get(optimizer)
             if scheduler is not None:  # RLlib sets it back to the schedule after the update
                 self._set_optimizer_lr(optimizer, lr=scale * float(scheduler.get_current_value()))
-        self.metrics.log_value((module_id, SCALE_METRIC), scale, window=1)
-        self.metrics.log_value((module_id, KL_METRIC), kl, window=1)
         return loss
 
 

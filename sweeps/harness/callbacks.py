@@ -26,7 +26,7 @@ from ray.rllib.core.learner.learner import Learner
 from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
 from envs import exact_optimum
-from sweeps.algorithms import entropy_target
+from sweeps.algorithms import entropy_target, kl_lr, training_return
 from sweeps.harness import keys
 from sweeps.harness.values import number
 
@@ -52,6 +52,12 @@ _CLOCK_EVAL: tuple[str, str] = (CLOCK, "eval_time_s")
 def _peek(metrics: Any, key: tuple[str, str]) -> float:
     value = number(metrics.peek(key, default=0.0))
     return 0.0 if math.isnan(value) else value
+
+
+def learners_need_return(settings: dict[str, Any] | None) -> bool:
+    """Whether ``learner_config_dict`` keys a schedule to the training return (the entropy
+    target's, the learning rate's scale): then the driver hands it to the learners."""
+    return entropy_target.keyed_by_return(settings) or kl_lr.keyed_by_return(settings)
 
 
 class SuiteCallbacks(RLlibCallback):
@@ -141,7 +147,10 @@ class SuiteCallbacks(RLlibCallback):
 
     def on_train_result(self, *, algorithm, metrics_logger=None, result: dict, **kwargs) -> None:
         self._smoothed_return(result)
-        entropy_target.share_training_return(algorithm, self._training_return)
+        settings = getattr(getattr(algorithm, "config", None), "learner_config_dict", None)
+        training_return.share_training_return(
+            algorithm, self._training_return, learners_need_return(settings)
+        )
         train_time, eval_time = self._advance_clocks(metrics_logger)
         result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
 

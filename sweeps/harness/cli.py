@@ -172,6 +172,7 @@ def check_learner_settings(config: Any) -> None:
         raise ValueError(f"only the suite's APPO learner reads {list(appo_loss.KEYS)}")
     entropy_target.check_target(settings)
     kl_lr.check_kl_target(settings)
+    kl_lr.check_return_scale(settings)
     appo_loss.check_standardize(settings)
 
 
