@@ -11,8 +11,9 @@
   config of the suite uses them; :mod:`~sweeps.algorithms.entropy_target` and
   :mod:`~sweeps.algorithms.kl_lr` are their optional entropy target and learning-rate scales (by
   the KL, by the training return), :mod:`~sweeps.algorithms.training_return` hands both the
-  training return, and :mod:`~sweeps.algorithms.appo_loss` is APPO's optional standardised
-  advantages (``learner_config_dict``).
+  training return, :mod:`~sweeps.algorithms.adam_eps` sets their Adam's epsilon, and
+  :mod:`~sweeps.algorithms.appo_loss` is APPO's optional standardised advantages
+  (``learner_config_dict``).
 * :mod:`sweeps.algorithms.fast_cnn`: RLlib's default IMPALA / APPO / DQN modules with the Atari
   net's symmetric padding done by the conv (same parameters, same outputs).
 

@@ -1,4 +1,5 @@
-"""A learning rate adapted to a KL target for IMPALA and APPO learners, as rl_games adapts PPO's.
+"""Learning-rate scales for IMPALA and APPO learners: by a KL target, as rl_games adapts PPO's,
+and by the training return.
 
 A fixed learning rate is too small while the policy barely moves and too large once it moves
 fast. On Pong the suite's APPO stayed near the uniform policy (entropy ~1.74 of 1.79 nats) for

@@ -34,6 +34,7 @@ from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
 from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLearner
 from ray.rllib.core.columns import Columns
 
+from sweeps.algorithms.adam_eps import AdamEps
 from sweeps.algorithms.appo_loss import StandardisedAdvantages
 from sweeps.algorithms.entropy_target import EntropyTarget
 from sweeps.algorithms.kl_lr import KLAdaptiveLR
@@ -67,17 +68,17 @@ class _KeepBootstrap:
 
 
 class BootstrappedIMPALATorchLearner(
-    KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALATorchLearner
+    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALATorchLearner
 ):
     """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target and KL-adapted learning rate)."""
+    optional entropy target, learning-rate scales and Adam epsilon)."""
 
 
 class BootstrappedAPPOTorchLearner(
-    KLAdaptiveLR, EntropyTarget, _KeepBootstrap, StandardisedAdvantages, APPOTorchLearner
+    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, StandardisedAdvantages, APPOTorchLearner
 ):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, KL-adapted learning rate and standardised advantages)."""
+    optional entropy target, learning-rate scales, Adam epsilon and standardised advantages)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

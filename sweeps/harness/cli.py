@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps.algorithms import appo_loss, entropy_target, kl_lr
+from sweeps.algorithms import adam_eps, appo_loss, entropy_target, kl_lr
 from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
@@ -162,7 +162,7 @@ def check_learner_settings(config: Any) -> None:
     from ray.rllib.algorithms.impala import IMPALAConfig
 
     settings = config.learner_config_dict or {}
-    known = (*entropy_target.KEYS, *kl_lr.KEYS, *appo_loss.KEYS)
+    known = (*entropy_target.KEYS, *kl_lr.KEYS, *adam_eps.KEYS, *appo_loss.KEYS)
     unknown = sorted(set(settings) - set(known))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown}; the suite's learners read {list(known)}")
@@ -173,6 +173,7 @@ def check_learner_settings(config: Any) -> None:
     entropy_target.check_target(settings)
     kl_lr.check_kl_target(settings)
     kl_lr.check_return_scale(settings)
+    adam_eps.check_adam_eps(settings)
     appo_loss.check_standardize(settings)
 
 
