@@ -388,9 +388,10 @@ def _plain(value: Any) -> Any:
 def tuned_defaults_changed(
     recorded: dict[str, Any] | None, sweep: Any, flags: Sequence[str]
 ) -> list[str]:
-    """``key: then -> now`` for each setting of the algorithm config that the sweep's tuned
-    defaults (with these flags) no longer give: the same arguments on a changed sweep file are
-    another experiment. Nothing for a record without its config, placement keys and objects."""
+    """``key: <then> then, <now> now`` for each setting of the algorithm config that the
+    sweep's tuned defaults (with these flags) no longer give: the same arguments on a changed
+    sweep file are another experiment. Nothing for a record without its config; placement keys
+    and values holding objects are not compared."""
     if not recorded:
         return []
     from sweeps.harness.runner import parse
