@@ -369,6 +369,22 @@ def test_set_refuses_unknown_keys_in_one_line(argv, words, tmp_path, capsys):
     assert not (tmp_path / "runs").exists()
 
 
+def test_settings_that_do_not_fit_together_are_refused_in_one_line_before_ray(tmp_path, capsys):
+    """RLlib's own validation runs before Ray starts: a fragment that no longer divides the
+    tuned minibatch is one line naming both, exit 2, no run folder (not a traceback from inside
+    the placement plan, after Ray is up)."""
+    from sweeps import appo_pong
+
+    argv = ["--storage-path", str(tmp_path / "runs"), "--set", "rollout_fragment_length=50"]
+    assert appo_pong.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err  # RLlib's deprecation warnings may come before the line
+    line = err.strip().splitlines()[-1]
+    assert "appo_pong's tuned defaults with --set rollout_fragment_length" in line
+    assert "`minibatch_size` (160)" in line and "suppress" not in err
+    assert not (tmp_path / "runs").exists()
+
+
 def test_eval_interval_zero_turns_greedy_evaluation_off(tmp_path):
     from sweeps.harness import keys
     from sweeps.harness.cli import parse_args

@@ -115,7 +115,17 @@ def parse(
         config.reporting(
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
         )
+    try:  # RLlib's own checks of how settings fit together, before Ray starts
+        config.validate()
+    except ValueError as e:  # e.g. --set rollout_fragment_length=50 with a minibatch of 160
+        given = " with --set " + ", ".join(key for key, _ in args.set) if args.set else ""
+        raise UsageError(f"{sweep.name}'s tuned defaults{given}: {_first_line(e)}") from None
     return args, config
+
+
+def _first_line(error: Exception) -> str:
+    """An RLlib validation error's message without its advice to switch validation off."""
+    return str(error).strip().splitlines()[0]
 
 
 def start_lines(args: argparse.Namespace) -> str:
