@@ -11,10 +11,13 @@ import torch
 from sweeps.algorithms.entropy_target import (
     COEFF_METRIC,
     MAX_COEFF,
+    MERGED_METRIC,
     TARGET_METRIC,
     EntropyTarget,
     Target,
+    check_groups,
     check_target,
+    merged_entropy,
     next_coeff,
     target_at,
 )
@@ -238,3 +241,58 @@ def test_a_real_appo_learner_lowers_its_floor_and_rate_as_the_training_return_ri
     assert min(logged) >= target_at(((0, 0.6), (200, 0.0)), best) - 1e-9
     # the rate's scale came down too (the return it read may be an iteration newer)
     assert 1.0 - 0.5 * best / 200 - 1e-9 <= scales[-1] < 1.0
+
+
+PONG_MOVES = [[0, 1], [2, 4], [3, 5]]  # NOOP/FIRE, RIGHT/RIGHTFIRE, LEFT/LEFTFIRE
+
+
+@pytest.mark.parametrize(
+    "groups, message",
+    [
+        ([[0, 1]], "at least two"),
+        ([[0, 1], []], "at least two"),
+        ([[0, 1], [1, 2]], "an index in two groups"),
+        ([[0, -1], [2]], "indices >= 0"),
+        ("0,1", "such as"),
+    ],
+)
+def test_bad_action_groups_are_refused(groups, message):
+    with pytest.raises(ValueError, match=message):
+        check_target({"entropy_target": 0.3, "entropy_target_groups": groups})
+    with pytest.raises(ValueError, match=message):  # checked without a target too
+        check_groups({"entropy_target_groups": groups})
+
+
+def test_the_merged_entropy_counts_duplicate_actions_as_one_move():
+    split = torch.log(torch.tensor([[0.5, 0.0, 0.5, 0.0, 0.0, 0.0]]) + 1e-12)
+    one_move = check_groups({"entropy_target_groups": [[0, 2], [1], [3, 4, 5]]})
+    assert merged_entropy(split, one_move)[0].item() == pytest.approx(0.0, abs=1e-6)
+    moves = check_groups({"entropy_target_groups": PONG_MOVES})
+    assert merged_entropy(torch.zeros(1, 6), moves)[0].item() == pytest.approx(math.log(3))
+    with pytest.raises(ValueError, match="names action 5, but the policy has 4 actions"):
+        merged_entropy(torch.zeros(1, 4), moves)
+
+
+def test_with_groups_the_floor_holds_on_the_merged_entropy():
+    # Always "up", split evenly between RIGHT and RIGHTFIRE: 0.69 nats over the actions, above a
+    # target of 0.3, but 0 over the moves: the floor on the moves pushes the policy back.
+    up = torch.log(torch.tensor([[1e-6, 1e-6, 0.5, 1e-6, 0.5, 1e-6]] * 4))
+    plain = {"entropy_target": 0.3, "entropy_target_rate": 1e-2}
+    learner = _Learner()
+    _loss(learner, up.clone(), plain)
+    assert learner.logged[("p", COEFF_METRIC)] == 0.0
+    learner = _Learner()
+    logits = up.clone().requires_grad_(True)
+    for _ in range(5):
+        loss = _loss(learner, logits, {**plain, "entropy_target_groups": PONG_MOVES})
+    assert learner.logged[("p", MERGED_METRIC)] == pytest.approx(0.0, abs=1e-3)
+    assert learner.logged[("p", COEFF_METRIC)] > 0
+    loss.backward()
+    assert logits.grad[0, 0] < 0 and logits.grad[0, 2] > 0  # toward NOOP, away from RIGHT
+
+
+def test_groups_without_a_target_only_log_the_merged_entropy():
+    learner = _Learner()
+    uniform = torch.zeros(4, 6, requires_grad=True)
+    assert _loss(learner, uniform, {"entropy_target_groups": PONG_MOVES}).item() == 0.0
+    assert learner.logged == {("p", MERGED_METRIC): pytest.approx(math.log(3))}

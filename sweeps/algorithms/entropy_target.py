@@ -29,6 +29,14 @@ again. ``beta`` is logged per module as ``entropy_target_coeff`` and the target 
 ``entropy_target_now``; neither ``beta`` nor the best return is checkpointed (a restored learner
 starts ``beta`` at 0, which comes back within a few hundred updates, and takes the training return
 of its first iteration as the best).
+
+Where actions duplicate each other, nats over the actions say little about exploration: Pong's 6
+actions are 3 pairs (NOOP/FIRE, RIGHT/RIGHTFIRE, LEFT/LEFTFIRE), so a policy that always moves
+up, split evenly between RIGHT and RIGHTFIRE, has 0.69 nats and never explores.
+``"entropy_target_groups": [[0, 1], [2, 4], [3, 5]]`` measures the entropy of the merged
+distribution instead (each group's probabilities summed; ``ln 3 = 1.10`` is uniform over Pong's 3
+moves), logs it as ``entropy_merged`` and, with a target set, holds the floor on it. Groups
+without a target only log it.
 """
 
 from __future__ import annotations
@@ -42,16 +50,19 @@ from sweeps.algorithms.training_return import best_training_return
 TARGET_KEY = "entropy_target"
 RATE_KEY = "entropy_target_rate"
 BY_KEY = "entropy_target_by"
-KEYS = (TARGET_KEY, RATE_KEY, BY_KEY)
+GROUPS_KEY = "entropy_target_groups"
+KEYS = (TARGET_KEY, RATE_KEY, BY_KEY, GROUPS_KEY)
 BY_ENV_STEPS = "env_steps"  # the schedule's points are env steps sampled (the default)
 BY_RETURN = "return"  # ... the best training return so far
 COEFF_METRIC = "entropy_target_coeff"
 TARGET_METRIC = "entropy_target_now"
+MERGED_METRIC = "entropy_merged"
 DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 updates
 MAX_COEFF = 0.05
 
 
 Schedule = tuple[tuple[float, float], ...]
+Groups = tuple[tuple[int, ...], ...]
 
 
 class Target(NamedTuple):
@@ -75,6 +86,7 @@ def check_target(settings: dict[str, Any] | None) -> Target | None:
         raise ValueError(
             f"learner_config_dict[{BY_KEY!r}] must be {BY_ENV_STEPS!r} or {BY_RETURN!r}, got {by!r}"
         )
+    check_groups(settings)
     if target is None:
         return None
     if not _is_number(rate) or rate <= 0:
@@ -84,6 +96,51 @@ def check_target(settings: dict[str, Any] | None) -> Target | None:
             raise ValueError(f"learner_config_dict[{TARGET_KEY!r}] must be >= 0, got {target!r}")
         return Target(((0.0, float(target)),), float(rate), by)
     return Target(_check_schedule(target, by), float(rate), by)
+
+
+def check_groups(settings: dict[str, Any] | None) -> Groups | None:
+    """The action groups in ``learner_config_dict`` (None if none are set). A ValueError names
+    groups that are not a list of at least two non-empty lists of action indices >= 0, with no
+    index in two groups."""
+    groups = (settings or {}).get(GROUPS_KEY)
+    if groups is None:
+        return None
+    problem = (
+        f"learner_config_dict[{GROUPS_KEY!r}] must be at least two disjoint, non-empty lists of "
+        f"action indices >= 0, such as [[0, 1], [2, 4], [3, 5]]"
+    )
+    if not (
+        isinstance(groups, list | tuple)
+        and len(groups) >= 2
+        and all(isinstance(g, list | tuple) and g for g in groups)
+        and all(_is_index(i) for g in groups for i in g)
+    ):
+        raise ValueError(f"{problem}, got {groups!r}")
+    flat = [i for g in groups for i in g]
+    if len(set(flat)) != len(flat):
+        raise ValueError(f"{problem}, got {groups!r} (an index in two groups)")
+    return tuple(tuple(g) for g in groups)
+
+
+def merged_entropy(logits: Any, groups: Groups) -> Any:
+    """Per row, the entropy of the categorical distribution of ``logits`` with each group's
+    probabilities summed (actions in no group are left out). A ValueError names an index past
+    the last action."""
+    import torch
+
+    top = max(i for g in groups for i in g)
+    if top >= logits.shape[-1]:
+        raise ValueError(
+            f"learner_config_dict[{GROUPS_KEY!r}] names action {top}, but the policy has "
+            f"{logits.shape[-1]} actions"
+        )
+    log_probs = torch.log_softmax(logits, dim=-1)
+    merged = torch.stack([torch.logsumexp(log_probs[..., list(g)], dim=-1) for g in groups], -1)
+    return -torch.sum(torch.exp(merged) * merged, dim=-1)
+
+
+def _is_index(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _is_number(value: Any) -> bool:
@@ -155,17 +212,26 @@ class EntropyTarget:
             module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
         )
         checked = check_target(config.learner_config_dict)
-        if checked is None:
+        groups = check_groups(config.learner_config_dict)
+        if checked is None and groups is None:
             return loss
+        logits = fwd_out[Columns.ACTION_DIST_INPUTS]
+        mask = batch[Columns.LOSS_MASK].float()
+        total = torch.clamp(torch.sum(mask), min=1.0)
+        if groups is not None:
+            entropy = torch.sum(merged_entropy(logits, groups) * mask) / total
+            self.metrics.log_value((module_id, MERGED_METRIC), float(entropy.detach()), window=1)
+            if checked is None:
+                return loss
+        else:
+            module = self.module[module_id].unwrapped()
+            dist = module.get_train_action_dist_cls().from_logits(logits)
+            entropy = torch.sum(dist.entropy() * mask) / total
         if checked.by == BY_RETURN:
             progress = best_training_return(self)
         else:
             progress = getattr(self, "_entropy_target_env_steps", 0.0)
         target = target_at(checked.schedule, progress)
-        module = self.module[module_id].unwrapped()
-        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
-        mask = batch[Columns.LOSS_MASK].float()
-        entropy = torch.sum(dist.entropy() * mask) / torch.clamp(torch.sum(mask), min=1.0)
         coeffs: dict[Any, float] = self.__dict__.setdefault("_entropy_target_coeffs", {})
         beta = next_coeff(coeffs.get(module_id, 0.0), float(entropy.detach()), target, checked.rate)
         coeffs[module_id] = beta
