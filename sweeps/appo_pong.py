@@ -41,7 +41,7 @@ from sweeps.workloads.pong import PONG
 # busy learner had not reached), in 3 passes as PPO's Atari recipes take (the net leaves the
 # learner time for them), with PPO's tighter clip of 0.2 around the target network's policy
 # (RLlib's 0.4 let the policy swing more between passes): results/pong/candidates/CURVES.md.
-ENTROPY_FLOOR = [[-15, 0.6], [-5, 0.1]]  # [training return, nats]: 0.6 to -15, 0.1 from -5
+# The family's floor under the entropy (vtrace_family.PONG_FLOOR) comes with PONG_TUNED.
 TUNED: dict[str, Any] = {
     **vtrace_family.PONG_TUNED,
     "num_epochs": 3,
@@ -50,13 +50,6 @@ TUNED: dict[str, Any] = {
     "lr": 0.0005,
     "use_circular_buffer": False,
     "simple_queue_size": 2,
-    # A floor under the policy's entropy (sweeps/algorithms/entropy_target.py) keyed to the best
-    # training return so far: 0.6 nats while the policy loses nearly every point (it stops the
-    # collapse onto one action that froze a run at -19 once the annealed bonus reached 0), lowered
-    # from a return of -15 to 0.1 at -5. A floor held at 0.3 or 0.6 kept the return in a plateau
-    # near -5..0; one taken away entirely let the entropy fall to 0.01 and the return swing
-    # (results/pong/candidates/CURVES.md).
-    "learner_config_dict": {"entropy_target": ENTROPY_FLOOR, "entropy_target_by": "return"},
 }
 
 
@@ -70,17 +63,11 @@ def sample_params(trial: Any) -> dict[str, Any]:
     """The V-trace family's Pong space plus APPO's clip, target-network period and the entropy
     floor: 0.6 nats while the return is below -15, lowered to its end value (0: none) by the
     return where it is released."""
-    (start_return, start), _ = ENTROPY_FLOOR
-    release = trial.suggest_categorical("hp/entropy_target_release", [-10, -5, 0])
-    end = trial.suggest_categorical("hp/entropy_target_end", [0.0, 0.05, 0.1, 0.2])
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
-        "learner_config_dict": {
-            "entropy_target": [[start_return, start], [release, end]],
-            "entropy_target_by": "return",
-        },
+        "learner_config_dict": vtrace_family.sample_entropy_floor(trial),
     }
 
 

@@ -92,6 +92,14 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 PONG_FRAGMENT = 20
 ENTROPY_ANNEAL_STEPS = 3_000_000
 LR_ANNEAL_STEPS = 6_000_000  # where an annealed learning rate reaches its end (impala_pong.py)
+# A floor under the policy's entropy (sweeps/algorithms/entropy_target.py) keyed to the best
+# training return so far: 0.6 nats while the policy loses nearly every point (it stops the
+# collapse onto one action that froze runs at -19 once the annealed bonus reached 0), lowered from
+# a return of -15 to 0.1 at -5. A floor held at 0.3 or 0.6 kept the return in a plateau near
+# -5..0; one taken away entirely let the entropy fall to 0.01 and the return swing. Both sweeps
+# take it (results/pong/candidates/CURVES.md).
+ENTROPY_FLOOR = [[-15, 0.6], [-5, 0.1]]  # [training return, nats]: 0.6 to -15, 0.1 from -5
+PONG_FLOOR = {"entropy_target": ENTROPY_FLOOR, "entropy_target_by": "return"}
 PONG_TUNED: dict[str, Any] = {
     "train_batch_size_per_learner": 500,
     "minibatch_size": 160,
@@ -99,6 +107,7 @@ PONG_TUNED: dict[str, Any] = {
     "broadcast_interval": 1,
     "vf_loss_coeff": 0.5,
     "entropy_coeff": [[0, 0.002], [ENTROPY_ANNEAL_STEPS, 0.0]],
+    "learner_config_dict": PONG_FLOOR,
 }
 
 # A sweep's ASHA rungs at 1.5M and 4.5M env steps, at most 6M per trial (at the recipe's rate,
@@ -142,4 +151,16 @@ def sample_pong(
         "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 256, 1024, log=True),
         "num_epochs": trial.suggest_int("hp/passes", 1, 4),
         "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
+    }
+
+
+def sample_entropy_floor(trial: Any) -> dict[str, Any]:
+    """The entropy floor's search space: 0.6 nats while the return is below -15, lowered to its
+    end value (0: none) by the return where it is released; as ``learner_config_dict``."""
+    (start_return, start), _ = ENTROPY_FLOOR
+    release = trial.suggest_categorical("hp/entropy_target_release", [-10, -5, 0])
+    end = trial.suggest_categorical("hp/entropy_target_end", [0.0, 0.05, 0.1, 0.2])
+    return {
+        "entropy_target": [[start_return, start], [release, end]],
+        "entropy_target_by": "return",
     }

@@ -88,8 +88,8 @@ def _config(algo: str, argv: list[str] | None = None):
 def test_the_cpu_recipe(algo: str) -> None:
     """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
     the suite's 42x42 net, sticky actions off; 20-step fragments trained in minibatches of 160
-    (APPO in 3 passes with an entropy target, IMPALA in one) through a short queue, weights
-    broadcast after every update."""
+    (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
+    update, with a floor under the entropy keyed to the training return."""
     from sweeps.workloads.rllib_config import PONG_MODEL, RLLIB_42_FILTERS
 
     config = _config(algo)
@@ -105,17 +105,16 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.minibatch_size % config.rollout_fragment_length == 0  # whole V-trace rows
     assert config.broadcast_interval == 1
     assert config.num_epochs == (3 if algo == "appo" else 1)  # passes over each batch
+    assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
+    # a floor under the entropy, lowered as the training return rises
+    assert config.learner_config_dict == {
+        "entropy_target": [[-15, 0.6], [-5, 0.1]],
+        "entropy_target_by": "return",
+    }
     if algo == "appo":
         assert config.clip_param == 0.2
-        assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
-        # a floor under the entropy, lowered as the training return rises
-        assert config.learner_config_dict == {
-            "entropy_target": [[-15, 0.6], [-5, 0.1]],
-            "entropy_target_by": "return",
-        }
-    else:  # no trust region: a floor under the entropy bonus, the learning rate annealed
-        assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0005]]
+    else:  # no trust region: the learning rate annealed
         assert config.lr == [[0, 0.0005], [6_000_000, 0.00005]]
         assert config.learner_queue_size == 2
 
