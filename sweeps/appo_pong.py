@@ -60,14 +60,12 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    """The V-trace family's Pong space plus APPO's clip, target-network period and the entropy
-    floor: 0.6 nats while the return is below -15, lowered to its end value (0: none) by the
-    return where it is released."""
+    """The V-trace family's Pong space (with the entropy floor) plus APPO's clip and
+    target-network period."""
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
-        "learner_config_dict": vtrace_family.sample_entropy_floor(trial),
     }
 
 

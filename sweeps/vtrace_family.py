@@ -136,7 +136,8 @@ def sample_pong(
     log-uniform integers, not powers of 2, so that the tuned 20 and 500 (the first trial) are in
     the space; the passes over each batch (``num_epochs``) 1 to 4; the entropy bonus is its start
     and its floor, annealed over the first 3M env steps; with ``anneal_lr`` the learning rate is
-    its start and its end, annealed linearly over ``LR_ANNEAL_STEPS``."""
+    its start and its end, annealed linearly over ``LR_ANNEAL_STEPS``; the entropy floor its
+    release and end."""
     start = trial.suggest_float("hp/entropy_start", 5e-4, 1e-2, log=True)
     floor = trial.suggest_categorical("hp/entropy_floor", [0.0, 0.0005, 0.001, 0.002])
     rate: Any = trial.suggest_float("hp/lr", *lr, log=True)
@@ -151,12 +152,13 @@ def sample_pong(
         "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 256, 1024, log=True),
         "num_epochs": trial.suggest_int("hp/passes", 1, 4),
         "grad_clip": trial.suggest_categorical("hp/grad_clip", [20.0, 40.0, 80.0]),
+        "learner_config_dict": _sample_entropy_floor(trial),
     }
 
 
-def sample_entropy_floor(trial: Any) -> dict[str, Any]:
-    """The entropy floor's search space: 0.6 nats while the return is below -15, lowered to its
-    end value (0: none) by the return where it is released; as ``learner_config_dict``."""
+def _sample_entropy_floor(trial: Any) -> dict[str, Any]:
+    """The entropy floor (``PONG_FLOOR``): 0.6 nats while the return is below -15, lowered to its
+    end value (0: none) by the return where it is released."""
     (start_return, start), _ = ENTROPY_FLOOR
     release = trial.suggest_categorical("hp/entropy_target_release", [-10, -5, 0])
     end = trial.suggest_categorical("hp/entropy_target_end", [0.0, 0.05, 0.1, 0.2])
