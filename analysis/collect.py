@@ -12,6 +12,10 @@ Here: the table's schema (columns, dtypes, order), finding the experiment folder
 itself (also read from and written to ``runs.csv``) and the command line. One folder's rows are
 read by :mod:`analysis.run_folder`, which fills these columns.
 
+A table named ``*.csv.gz`` is written and read gzipped (about a twentieth of the size: the
+``command``, ``stop`` and platform columns repeat on every row), e.g. the Pong probes' tables in
+``results/pong/candidates/``.
+
 Broken pieces (truncated ``result.json`` lines, empty or half-written trial folders, a missing
 ``params.json``) are skipped and listed in one warning; what is valid is still collected.
 """
@@ -19,6 +23,7 @@ Broken pieces (truncated ``result.json`` lines, empty or half-written trial fold
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -30,9 +35,16 @@ import pandas as pd
 
 from analysis.run_folder import HP_PREFIX, RUN_FILE, read_experiment
 from sweeps.harness.errors import UsageError
-from sweeps.harness.files import atomic_write_text, check_writable
+from sweeps.harness.files import atomic_write_bytes, atomic_write_text, check_writable
 
 RUNS_CSV = "runs.csv"
+TABLE_SUFFIXES = (".csv", ".csv.gz")  # a runs table, plain or gzipped
+
+
+def is_table(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names a runs table (``.csv`` or ``.csv.gz``) rather than a folder."""
+    return Path(path).name.endswith(TABLE_SUFFIXES)
+
 
 # Column order of the tidy table; hyperparameter columns (``hp/<dotted path>``, sorted) go between
 # the identity columns and the per-iteration columns.
@@ -253,7 +265,7 @@ def gather(inputs: Sequence[str]) -> Collection:
     """Experiment folders (collected) and ``runs.csv`` tables (read) as one table, for the
     command line: raises ``UsageError`` (one line) when nothing valid is in them, and prints the
     one warning line naming what was skipped."""
-    csvs = [p for p in inputs if Path(p).suffix == ".csv"]
+    csvs = [p for p in inputs if is_table(p)]
     for path in csvs:
         if not Path(path).is_file():
             raise UsageError(f"{path}: no such file")
@@ -273,13 +285,21 @@ def gather(inputs: Sequence[str]) -> Collection:
 
 
 def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
-    """Write the table (atomically: a half-written runs.csv is never left behind)."""
-    atomic_write_text(path, runs.to_csv(index=False, lineterminator="\n"))
+    """Write the table (atomically: a half-written runs.csv is never left behind), gzipped
+    where ``path`` ends in ``.gz`` (with no timestamp inside: the same table, the same bytes)."""
+    text = runs.to_csv(index=False, lineterminator="\n")
+    if Path(path).name.endswith(".gz"):
+        atomic_write_bytes(path, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+    else:
+        atomic_write_text(path, text)
 
 
 def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a table written by ``write_runs_csv`` back with the same dtypes."""
-    frame = pd.read_csv(path, dtype={c: "str" for c in STR_COLUMNS}, keep_default_na=True)
+    try:
+        frame = pd.read_csv(path, dtype={c: "str" for c in STR_COLUMNS}, keep_default_na=True)
+    except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:  # pandas' parse errors too
+        raise UsageError(f"{path}: not a readable runs table ({type(e).__name__}: {e})") from e
     missing = [c for c in ID_COLUMNS + ITERATION_COLUMNS if c not in frame.columns]
     if missing:
         raise UsageError(f"{path}: not a runs table written by analysis (missing {missing[0]!r})")
@@ -297,7 +317,7 @@ def add_inputs(parser: argparse.ArgumentParser, out_help: str | None) -> None:
         nargs="+",
         metavar="RUN_DIR",
         help="Tune experiment folder (with run.json), a folder containing several, or a runs.csv "
-        "written by `python -m analysis collect`",
+        "(or .csv.gz) written by `python -m analysis collect`",
     )
     if out_help is not None:
         parser.add_argument("--out", required=True, help=out_help)
@@ -305,13 +325,15 @@ def add_inputs(parser: argparse.ArgumentParser, out_help: str | None) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(
-        parser, "CSV file to write (e.g. results/cabs/runs.csv); a folder gets runs.csv inside it"
+        parser,
+        "CSV file to write (e.g. results/cabs/runs.csv; a name ending in .csv.gz is gzipped); a "
+        "folder gets runs.csv inside it",
     )
 
 
 def csv_target(out: str) -> Path:
     path = Path(out)
-    return path if path.suffix == ".csv" else path / RUNS_CSV
+    return path if is_table(path) else path / RUNS_CSV
 
 
 def run(args: argparse.Namespace) -> int:

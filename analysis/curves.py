@@ -8,8 +8,9 @@ where the trial had not got that far or no game had ended yet; then how far each
 training time and env steps at which it first reached each target.
 
     python -m analysis curves runs/probes/appo-E runs/benchmark/pong-appo-s0 \\
-        results/pong/candidates/pong-appo-floor-s0.csv --at 0.5M,1M,1.5M,2M,3M
-    python -m analysis curves results/pong/candidates/*.csv --out results/pong/candidates/CURVES.md
+        results/pong/candidates/pong-appo-floor-s0.csv.gz --at 0.5M,1M,1.5M,2M,3M
+    python -m analysis curves results/pong/candidates/*.csv.gz \\
+        --out results/pong/candidates/CURVES.md
 
 ``--out`` writes the table as a generated Markdown page, with each run's command (its ``--set``
 overrides are the lever it tried) and the command that made the page.

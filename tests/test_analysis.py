@@ -7,6 +7,7 @@ return curves so that every expected number can be computed by hand. No Ray clus
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 import re
@@ -406,6 +407,33 @@ def test_runs_csv_is_deterministic_and_round_trips(runs, suite_dir, tmp_path):
     collect.write_runs_csv(collect.collect([suite_dir]).runs, again)
     assert path.read_bytes() == again.read_bytes()
     pd.testing.assert_frame_equal(collect.read_runs_csv(path), runs)
+
+
+def test_a_csv_gz_table_is_gzipped_deterministic_and_read_like_a_csv(
+    runs, suite_dir, tmp_path, capsys
+):
+    """`collect --out X.csv.gz` writes the table gzipped, byte for byte the same each time (no
+    timestamp in the header); every command reads it as it reads a .csv."""
+    table = tmp_path / "probe.csv.gz"
+    assert main(["collect", str(suite_dir / "dqn_bench"), "--out", str(table)]) == 0
+    assert table.read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic, not CSV text
+    again = tmp_path / "again.csv.gz"
+    assert main(["collect", str(suite_dir / "dqn_bench"), "--out", str(again)]) == 0
+    assert table.read_bytes() == again.read_bytes()
+    plain = tmp_path / "probe.csv"
+    assert main(["collect", str(table), "--out", str(plain)]) == 0
+    assert gzip.decompress(table.read_bytes()) == plain.read_bytes()
+    capsys.readouterr()
+    assert main(["curves", str(table), "--at", "200,1M"]) == 0
+    assert len(_table(capsys.readouterr().out)) == 3
+
+
+def test_a_damaged_table_is_one_clear_error(tmp_path, capsys):
+    broken = tmp_path / "cut.csv.gz"
+    broken.write_bytes(gzip.compress(b"sweep,kind\n" * 1000)[:40])  # a copy cut short
+    assert main(["curves", str(broken)]) == 2
+    err = capsys.readouterr().err
+    assert "cut.csv.gz: not a readable runs table" in err and "Traceback" not in err
 
 
 # --- Tables -----------------------------------------------------------------------------------

@@ -20,9 +20,14 @@ HELD_OUT_SEED = 1_000_000
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through ``<path>.tmp`` and a rename: a reader (or a run killed
     mid-write) never sees a half-written file."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """``atomic_write_text`` for bytes."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_bytes(data)
     os.replace(tmp, path)
 
 
