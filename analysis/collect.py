@@ -38,7 +38,8 @@ from sweeps.harness.errors import UsageError
 from sweeps.harness.files import atomic_write_bytes, atomic_write_text, check_writable
 
 RUNS_CSV = "runs.csv"
-TABLE_SUFFIXES = (".csv", ".csv.gz")  # a runs table, plain or gzipped
+GZIPPED = ".csv.gz"  # a runs table written and read gzipped
+TABLE_SUFFIXES = (".csv", GZIPPED)
 
 
 def is_table(path: str | os.PathLike[str]) -> bool:
@@ -286,9 +287,9 @@ def gather(inputs: Sequence[str]) -> Collection:
 
 def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
     """Write the table (atomically: a half-written runs.csv is never left behind), gzipped
-    where ``path`` ends in ``.gz`` (with no timestamp inside: the same table, the same bytes)."""
+    where ``path`` ends in ``.csv.gz`` (no timestamp inside: the same table, the same bytes)."""
     text = runs.to_csv(index=False, lineterminator="\n")
-    if Path(path).name.endswith(".gz"):
+    if Path(path).name.endswith(GZIPPED):
         atomic_write_bytes(path, gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
     else:
         atomic_write_text(path, text)

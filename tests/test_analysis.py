@@ -409,9 +409,7 @@ def test_runs_csv_is_deterministic_and_round_trips(runs, suite_dir, tmp_path):
     pd.testing.assert_frame_equal(collect.read_runs_csv(path), runs)
 
 
-def test_a_csv_gz_table_is_gzipped_deterministic_and_read_like_a_csv(
-    runs, suite_dir, tmp_path, capsys
-):
+def test_a_csv_gz_table_is_gzipped_deterministic_and_read_like_a_csv(suite_dir, tmp_path, capsys):
     """`collect --out X.csv.gz` writes the table gzipped, byte for byte the same each time (no
     timestamp in the header); every command reads it as it reads a .csv."""
     table = tmp_path / "probe.csv.gz"
