@@ -58,6 +58,29 @@ def test_a_checkpoint_without_a_clock_starts_it_again():
     assert 0 < clock < 1.0
 
 
+def test_writing_a_checkpoint_is_not_training_time():
+    """Tune saves between iterations (Trainable.save -> self.save_checkpoint): those seconds are
+    left out of the next iteration's training time, and the save still happens as before."""
+
+    class Algorithm:
+        saved: list[str] = []
+
+        def save_checkpoint(self, checkpoint_dir: str) -> None:
+            time.sleep(0.3)
+            self.saved.append(checkpoint_dir)
+
+    algorithm = Algorithm()
+    callbacks, metrics = SuiteCallbacks(), MetricsLogger(root=True)
+    callbacks._time_checkpoint_saving(algorithm)
+    callbacks._time_checkpoint_saving(algorithm)  # wrapped once, not twice
+    _result(callbacks, metrics)  # starts the clock
+    algorithm.save_checkpoint("/ckpt")
+    time.sleep(0.05)
+    clock = _result(callbacks, metrics)[keys.SUITE][keys.TRAIN_TIME_S[-1]]
+    assert algorithm.saved == ["/ckpt"]
+    assert 0.04 <= clock < 0.25
+
+
 def test_an_iteration_in_which_no_game_ended_keeps_the_training_return():
     """NaN until the first game ends; then an iteration without a game end reports the mean of
     the same last games, not NaN (RLlib's own figure is kept as it came)."""

@@ -8,8 +8,8 @@ The clocks are part of the trial's state: each result adds the iteration's train
 evaluation seconds to lifetime sums in the algorithm's MetricsLogger, which RLlib saves with every
 checkpoint and restores with it (after ``--resume`` or a Tune retry), and the figures are read
 back from there. What a restore costs (the iterations since that checkpoint, trained again) is
-counted, as the time it takes; start-up and the restore itself (``on_checkpoint_loaded``) are
-not.
+counted, as the time it takes; start-up, the restore itself (``on_checkpoint_loaded``) and
+writing checkpoints (Tune's ``save_checkpoint`` calls between iterations) are not.
 """
 
 from __future__ import annotations
@@ -68,6 +68,7 @@ class SuiteCallbacks(RLlibCallback):
         self._mark: float | None = None  # when the clocks were last advanced
         self._eval_started: float | None = None
         self._eval_time_s = 0.0  # evaluation since _mark
+        self._saving_s = 0.0  # checkpoint writing since _mark
         self._greedy_return = math.nan
         self._training_return = math.nan  # on the driver: the latest RETURN_MEAN
         self._optimum: float | None = None
@@ -76,14 +77,35 @@ class SuiteCallbacks(RLlibCallback):
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         _one_torch_thread_per_cpu(algorithm.config)
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
+        self._time_checkpoint_saving(algorithm)
         # Start-up (building runners, learners, the DP above) is not training time.
         self._mark = time.perf_counter()
+
+    def _time_checkpoint_saving(self, algorithm: Any) -> None:
+        """Count the seconds Tune spends in ``algorithm.save_checkpoint`` (between iterations;
+        one checkpoint every ``--checkpoint-freq`` iterations) so the clock leaves them out:
+        writing checkpoints is not training. RLlib has no callback around saving, so the bound
+        method is wrapped on this instance (Tune's ``Trainable.save`` calls it through ``self``)."""
+        save = getattr(algorithm, "save_checkpoint", None)
+        if save is None or getattr(save, "_suite_timed", False):
+            return
+
+        def timed_save(checkpoint_dir: str) -> Any:
+            started = time.perf_counter()
+            try:
+                return save(checkpoint_dir)
+            finally:
+                self._saving_s += time.perf_counter() - started
+
+        timed_save._suite_timed = True  # type: ignore[attr-defined]
+        algorithm.save_checkpoint = timed_save
 
     def on_checkpoint_loaded(self, *, algorithm, **kwargs) -> None:
         """The clocks came back with the MetricsLogger (a checkpoint written before they were
         saved has none: they then start again from 0); restoring is not training."""
         self._mark = time.perf_counter()
         self._eval_time_s = 0.0
+        self._saving_s = 0.0
 
     def on_episode_end(
         self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
@@ -126,12 +148,13 @@ class SuiteCallbacks(RLlibCallback):
 
     def _advance_clocks(self, metrics: Any) -> tuple[float, float]:
         """Add the training and evaluation seconds since the last call to the lifetime sums and
-        return the sums (training >= 1e-9 s)."""
+        return the sums (training >= 1e-9 s); checkpoint writing since then counts in neither."""
         now = time.perf_counter()
         if self._mark is None:  # no on_algorithm_init (a test, or a restore without it)
             self._mark = now
         eval_s, self._eval_time_s = self._eval_time_s, 0.0
-        train_s = max(now - self._mark - eval_s, 0.0)
+        saving_s, self._saving_s = self._saving_s, 0.0
+        train_s = max(now - self._mark - eval_s - saving_s, 0.0)
         self._mark = now
         metrics.log_value(_CLOCK_TRAIN, train_s, reduce="lifetime_sum")
         metrics.log_value(_CLOCK_EVAL, eval_s, reduce="lifetime_sum")
