@@ -8,7 +8,11 @@ replay ratio (``training_intensity``, trained / sampled env steps) is 1, the pap
 learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
 it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
 Each game is an actor of Ape-X's ε schedule (``exploration_per_game``): one runner of 8 games
-explores at ε 0.4, 0.16, ... 0.0007, as 8 single-game actors would, not all 8 at 0.4.
+explores at ε 0.4, 0.16, ... 0.0007, as 8 single-game actors would, not all 8 at 0.4. Its
+training return counts the games played at ε <= 0.01 (``training_return_max_epsilon``: DQN's final
+ε, so the two are read at the same exploration; here the last 3 of the 8 games); the mean over all
+games, which the ε 0.4 game holds down, stays in the results as RLlib's own
+``env_runners/rllib_episode_return_mean``.
 
 How to run
 ----------
@@ -58,7 +62,12 @@ def make_config(args: argparse.Namespace):
     from sweeps.algorithms.apex import ApexDQNConfig
 
     config = ApexDQNConfig().training(**TUNED)
-    config.apex(num_replay_buffer_shards=4, max_weight_sync_delay=400, exploration_per_game=True)
+    config.apex(
+        num_replay_buffer_shards=4,
+        max_weight_sync_delay=400,
+        exploration_per_game=True,
+        training_return_max_epsilon=dqn_family.PONG_FINAL_EPSILON,
+    )
     config.env_runners(rollout_fragment_length=50)
     return PONG.configure(config, args)
 

@@ -18,6 +18,10 @@ from sweeps.workloads.cabs import CABS
 # Rainbow's extensions that RLlib's DQN implements: double Q, dueling heads, 3-step returns.
 EXTENSIONS: dict[str, Any] = {"double_q": True, "dueling": True, "n_step": 3}
 
+# DQN's final ε on Pong (its schedule anneals to it); Ape-X's training return counts the games its
+# actors play at or below it, so the two training returns are read at the same exploration.
+PONG_FINAL_EPSILON = 0.01
+
 
 # ------------------------------------------------------------------------------------------------
 # Cabs

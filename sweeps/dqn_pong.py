@@ -46,7 +46,7 @@ TUNED: dict[str, Any] = {
     "target_network_update_freq": 8000,
     "num_steps_sampled_before_learning_starts": 20_000,
     "training_intensity": 2.0,
-    "epsilon": [(0, 1.0), (250_000, 0.01)],
+    "epsilon": [(0, 1.0), (250_000, dqn_family.PONG_FINAL_EPSILON)],
     "replay_buffer_config": {
         "type": "PrioritizedEpisodeReplayBuffer",
         "capacity": 100_000,
@@ -71,7 +71,13 @@ def sample_params(trial: Any) -> dict[str, Any]:
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 7),
         # replay ratios 2, 4, 8 with one env runner (see the docstring)
         "training_intensity": trial.suggest_categorical("hp/training_intensity", [1.0, 2.0, 4.0]),
-        "epsilon": [(0, 1.0), (trial.suggest_categorical("hp/eps_steps", [1e5, 2.5e5]), 0.01)],
+        "epsilon": [
+            (0, 1.0),
+            (
+                trial.suggest_categorical("hp/eps_steps", [1e5, 2.5e5]),
+                dqn_family.PONG_FINAL_EPSILON,
+            ),
+        ],
         "replay_buffer_config/capacity": 50_000 * trial.suggest_int("hp/capacity_50k", 1, 4),
     }
 

@@ -8,6 +8,7 @@ learning on ``Cabs-v0`` and masking on ``CabsRequests-v0``.
 
 from __future__ import annotations
 
+import math
 import time
 
 import gymnasium as gym
@@ -128,6 +129,49 @@ def test_config_api_and_defaults():
     assert (config.exploration_alpha, config.lr) == (3.0, 1e-3)
     assert config.max_requests_in_flight_per_replay_shard == 3
     assert config.replay_shard_buffer_kwargs(0)["capacity"] == 2_000_000 // 2
+
+
+def test_training_return_counts_only_the_games_at_low_epsilon():
+    """training_return_max_epsilon: a game played at a higher fixed ε (or at none known) does
+    not count in the training return; without the setting every game does."""
+    from types import SimpleNamespace
+
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from sweeps.harness import keys
+    from sweeps.harness.callbacks import SuiteCallbacks
+
+    class Episode:
+        def __init__(self, ret: float) -> None:
+            self.ret = ret
+
+        def get_return(self) -> float:
+            return self.ret
+
+    def logged(cap: float | None, epsilon, returns: dict[int, float]) -> float | None:
+        config = SimpleNamespace(
+            in_evaluation=False,
+            metrics_num_episodes_for_smoothing=20,
+            training_return_max_epsilon=cap,
+        )
+        # what _set_module_epsilon leaves on a DQN module, on a stand-in without a schedule
+        module = SimpleNamespace() if epsilon is None else SimpleNamespace(_apex_epsilon=epsilon)
+        runner = SimpleNamespace(config=config, module=module)
+        callbacks, metrics = SuiteCallbacks(), MetricsLogger(root=True)
+        for index, ret in returns.items():
+            callbacks.on_episode_end(
+                episode=Episode(ret), env_runner=runner, metrics_logger=metrics, env_index=index
+            )
+        value = metrics.peek(keys.RETURN_MEAN_LAST_N[-1], default=math.nan)
+        return None if math.isnan(value) else value
+
+    games = (0.4, 0.16, 0.004, 0.001)
+    assert logged(0.01, games, {0: -21.0, 2: 15.0, 1: -5.0, 3: 17.0}) == pytest.approx(16.0)
+    assert logged(None, games, {0: -21.0, 2: 15.0}) == pytest.approx(-3.0)
+    assert logged(0.01, 0.4, {0: -21.0}) is None  # the runner's one ε is too high
+    assert logged(0.01, None, {0: -21.0}) is None  # no Ape-X ε known: not counted
+    with pytest.raises(ValueError, match="training_return_max_epsilon"):
+        ApexDQNConfig().apex(training_return_max_epsilon=2.0).validate()
 
 
 def test_sample_ahead_limit_resolves_and_validates():

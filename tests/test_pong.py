@@ -134,6 +134,18 @@ def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
     assert config.lr == 2.5e-4 and config.n_step == 3 and config.double_q and config.dueling
 
 
+def test_the_apex_recipe_reads_its_training_return_at_dqns_final_epsilon() -> None:
+    """Ape-X's trial 0: each of the runner's 8 games is an actor of the ε schedule, and the
+    training return counts the games at or below DQN's final ε (the last 3 of 8)."""
+    from sweeps.algorithms.apex.exploration import game_epsilons
+
+    config = _config("apex")
+    assert config.exploration_per_game is True
+    assert config.training_return_max_epsilon == 0.01 == _config("dqn").epsilon[-1][1]
+    counted = [e <= config.training_return_max_epsilon for e in game_epsilons(0, 1, 8)]
+    assert counted == [False] * 5 + [True] * 3
+
+
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
     import torch
 

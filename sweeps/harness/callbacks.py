@@ -27,6 +27,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 
 from envs import exact_optimum
 from sweeps.algorithms import entropy_target, kl_lr, training_return
+from sweeps.algorithms.apex.exploration import game_epsilon
 from sweeps.harness import keys
 from sweeps.harness.values import number
 
@@ -116,6 +117,8 @@ class SuiteCallbacks(RLlibCallback):
         the earlier chunks'."""
         if metrics_logger is None or env_runner is None or env_runner.config.in_evaluation:
             return
+        if not self._counts_in_training_return(env_runner, kw.get("env_index")):
+            return
         window = env_runner.config.metrics_num_episodes_for_smoothing
         if self._returns.maxlen != window:
             self._returns = deque(self._returns, maxlen=window)
@@ -124,6 +127,17 @@ class SuiteCallbacks(RLlibCallback):
         metrics_logger.log_value(
             keys.RETURN_MEAN_LAST_N[-1], float(np.mean(self._returns)), reduce="mean", window=1
         )
+
+    @staticmethod
+    def _counts_in_training_return(env_runner: Any, env_index: int | None) -> bool:
+        """Whether the game that ended counts in the training return: every game, unless the
+        config sets ``training_return_max_epsilon`` (Ape-X) and the game played at a higher
+        fixed ε (or at none known)."""
+        cap = getattr(env_runner.config, "training_return_max_epsilon", None)
+        if cap is None:
+            return True
+        epsilon = game_epsilon(env_runner, int(env_index or 0))
+        return epsilon is not None and epsilon <= cap
 
     def _smoothed_return(self, result: dict) -> None:
         """RETURN_MEAN := the runners' mean return of their last N training games.

@@ -31,6 +31,8 @@ class ApexDQNConfig(DQNConfig):
     exploration_epsilon_base / _alpha         0.4 / 7       paper; old ``PerWorkerEpsilonGreedy``
     exploration_per_game                      False         new: each game of a runner's vector
                                                             env is an actor of that schedule
+    training_return_max_epsilon               None          new: the training return counts
+                                                            only games played at ε <= this
     max_requests_in_flight_per_env_runner     2             old ``..._per_sampler_worker``
     max_requests_in_flight_per_replay_shard   4             old: inf (bounded: stale priorities)
     replay capacity (all shards together)     2,000,000     old RLlib
@@ -76,6 +78,7 @@ class ApexDQNConfig(DQNConfig):
         self.exploration_epsilon_base = 0.4
         self.exploration_alpha = 7.0
         self.exploration_per_game = False
+        self.training_return_max_epsilon = None
         self.max_requests_in_flight_per_replay_shard = 4
         self.replay_batches_per_request = 1
         self.replay_shard_num_cpus = 0.0
@@ -119,6 +122,7 @@ class ApexDQNConfig(DQNConfig):
         exploration_epsilon_base: float = NotProvided,
         exploration_alpha: float = NotProvided,
         exploration_per_game: bool = NotProvided,
+        training_return_max_epsilon: float | None = NotProvided,
         max_requests_in_flight_per_env_runner: int = NotProvided,
         max_requests_in_flight_per_replay_shard: int = NotProvided,
         replay_batches_per_request: int = NotProvided,
@@ -142,6 +146,12 @@ class ApexDQNConfig(DQNConfig):
                 schedule (N runners of G games: N·G actors, from ε down to ε^(1+α)), not the
                 runner as a whole (all its games at one ε). On a small machine, where one
                 runner steps all the games, a single runner's ε is the base 0.4 for every game.
+            training_return_max_epsilon: The training return (the mean of each runner's last
+                games, ``sweeps.harness.callbacks``) counts only games played at an ε at or
+                below this; None (default): all games. Ape-X's high-ε actors play far worse
+                than its policy, so the mean over all of them stays below what DQN's training
+                games show at its final ε; 0.01 (DQN's final ε in the suite) compares the two
+                at the same exploration. RLlib's own all-games mean stays in the results.
             max_requests_in_flight_per_env_runner: Sample requests queued per runner (>= 2
                 keeps a runner busy while its previous result travels back).
             max_requests_in_flight_per_replay_shard: Replay-sample requests in flight per
@@ -208,6 +218,11 @@ class ApexDQNConfig(DQNConfig):
             self._value_error("max_env_steps_sampled_ahead must be 'auto', None or an int >= 0.")
         if not isinstance(self.exploration_per_game, bool):
             self._value_error("exploration_per_game must be True or False.")
+        cap = self.training_return_max_epsilon
+        if cap is not None and (
+            isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 <= cap <= 1
+        ):
+            self._value_error("training_return_max_epsilon must be None or a number in [0, 1].")
         if self.max_requests_in_flight_per_replay_shard < 1:
             self._value_error("max_requests_in_flight_per_replay_shard must be >= 1.")
         if self.batch_mode != "truncate_episodes" and not self.in_evaluation:

@@ -70,6 +70,18 @@ def apply_runner_epsilon(
     return float(sum(epsilon) / len(epsilon)) if isinstance(epsilon, tuple) else epsilon
 
 
+def game_epsilon(env_runner: Any, env_index: int) -> float | None:
+    """The fixed Ape-X ε game ``env_index`` of the runner plays at (runner-side), or None where
+    the runner's module has not been given one (not an Ape-X training runner)."""
+    module = env_runner.module
+    if isinstance(module, MultiRLModule):
+        module = module[DEFAULT_MODULE_ID]
+    epsilon = getattr(module, "_apex_epsilon", None)
+    if isinstance(epsilon, tuple):
+        return float(epsilon[env_index]) if 0 <= env_index < len(epsilon) else None
+    return None if epsilon is None else float(epsilon)
+
+
 def current_epsilon(env_runner: Any) -> float:
     """The ε the runner's module explores with right now, the mean over its games where each
     has its own (runner-side, for tests/metrics)."""
