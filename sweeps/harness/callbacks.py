@@ -112,9 +112,10 @@ class SuiteCallbacks(RLlibCallback):
         self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
     ) -> None:
         """On an env runner: the mean return of its last ``metrics_num_episodes_for_smoothing``
-        training episodes, logged at every episode end (see ``_smoothed_return``). ``episode`` is
-        only the last chunk since the runner's previous sample() call: the game's return adds
-        the earlier chunks'."""
+        training episodes (with ``training_return_max_epsilon`` set, Ape-X's, only those played
+        at or below that ε), logged at every episode end (see ``_smoothed_return``). ``episode``
+        is only the last chunk since the runner's previous sample() call: the game's return
+        adds the earlier chunks'."""
         if metrics_logger is None or env_runner is None or env_runner.config.in_evaluation:
             return
         if not self._counts_in_training_return(env_runner, kw.get("env_index")):
