@@ -6,6 +6,7 @@ are benchmarks, quoted in results/*/THROUGHPUT.md and PROFILE.md."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import pytest
 
@@ -373,3 +374,36 @@ def test_profile_markdown_summary(monkeypatch):
     assert "timers/training_step" not in summary  # the total, not a cost of its own
     assert "share of its 100 CPU samples" in text
     assert math.isfinite(p["rates"]["update"])
+
+
+@pytest.mark.parametrize(
+    "algo, runners, learners, threads",
+    [
+        ("dqn", 1, 0, 2),  # samples, then trains: the idle runner's CPU goes to the learner
+        ("dqn", 1, 1, 1),  # a remote learner: the driver keeps its own CPU
+        ("apex", 1, 0, 1),  # samples while it trains: the runner keeps its CPU
+    ],
+)
+def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
+    algo, runners, learners, threads
+):
+    import torch
+    from ray.rllib.algorithms.dqn import DQN
+
+    from sweeps.algorithms.apex.algorithm import ApexDQN
+    from sweeps.harness.callbacks import _one_torch_thread_per_cpu
+
+    config = SimpleNamespace(
+        num_cpus_for_main_process=1,
+        num_env_runners=runners,
+        num_cpus_per_env_runner=1,
+        num_learners=learners,
+    )
+    algorithm = object.__new__(DQN if algo == "dqn" else ApexDQN)
+    algorithm.config = config
+    before = torch.get_num_threads()
+    try:
+        _one_torch_thread_per_cpu(algorithm)
+        assert torch.get_num_threads() == threads
+    finally:
+        torch.set_num_threads(before)

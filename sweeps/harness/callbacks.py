@@ -32,15 +32,31 @@ from sweeps.harness import keys
 from sweeps.harness.values import number
 
 
-def _one_torch_thread_per_cpu(config: Any) -> None:
+def _one_torch_thread_per_cpu(algorithm: Any) -> None:
     """Size torch's intra-op threads to the CPUs the driver (and a local learner) was given.
 
     Torch takes every core by default; on a small machine a learner with two threads fights the
     env runner for its core, and trains fewer steps/s than with one. Remote learners and env
-    runners are Ray actors, which Ray already gives one OpenMP thread per CPU."""
+    runners are Ray actors, which Ray already gives one OpenMP thread per CPU.
+
+    RLlib's DQN samples and updates in turn (its ``training_step`` waits for the env runners'
+    samples, then trains in the driver): while its local learner updates, the runners' CPUs are
+    idle, so the learner takes those too."""
     import torch
 
-    torch.set_num_threads(max(1, int(config.num_cpus_for_main_process)))
+    config = algorithm.config
+    threads = int(config.num_cpus_for_main_process)
+    if _samples_then_trains(algorithm) and config.num_learners == 0:
+        threads += int(config.num_env_runners * config.num_cpus_per_env_runner)
+    torch.set_num_threads(max(1, threads))
+
+
+def _samples_then_trains(algorithm: Any) -> bool:
+    """Whether the algorithm runs RLlib's own DQN ``training_step`` (synchronous sampling); the
+    suite's Ape-X subclasses DQN but samples while it trains."""
+    from ray.rllib.algorithms.dqn import DQN
+
+    return getattr(type(algorithm), "training_step", None) is DQN.training_step
 
 
 # Where the clocks live in the algorithm's MetricsLogger, as lifetime sums (checkpointed with it
@@ -76,7 +92,7 @@ class SuiteCallbacks(RLlibCallback):
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
-        _one_torch_thread_per_cpu(algorithm.config)
+        _one_torch_thread_per_cpu(algorithm)
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         self._time_checkpoint_saving(algorithm)
         # Start-up (building runners, learners, the DP above) is not training time.
