@@ -185,6 +185,19 @@ def _final_eval_episodes(w: Workload) -> int:
     return int(episodes.max()) if len(episodes) else 0
 
 
+def _apex_return_note(configs: pd.DataFrame) -> str:
+    """Ape-X's games each explore at their own fixed ε; a sweep may count only the near-greedy
+    ones in the training return (``ApexDQNConfig.training_return_max_epsilon``)."""
+    if configs.empty or "algo" not in configs or not (configs["algo"] == "apex").any():
+        return ""
+    return (
+        " Ape-X's games each explore at their own fixed ε; where its sweep sets "
+        "`training_return_max_epsilon` (Pong: DQN's final ε, 0.01), Ape-X's training return "
+        "counts only the games at or below it, and RLlib's mean over all games is in the "
+        "results as `env_runners/rllib_episode_return_mean`."
+    )
+
+
 def performance_section(w: Workload, references: pd.DataFrame | None) -> list[str]:
     header = [CONFIG, "seeds", "env steps", "training time", SIGNALS["return_mean"]]
     header += [SIGNALS["greedy_return"], PCT, STEPS_PER_S]
@@ -224,6 +237,7 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
         "mean of the middle half of the seeds) with its 95% percentile bootstrap interval. "
         "The training return is "
         "the exploring policy's; the greedy return is the latest greedy evaluation."
+        + _apex_return_note(w.configs)
         + (
             f" The final policy's greedy return is the mean of {episodes} greedy episodes of "
             "each trial's last checkpoint, seeded the same for every trial "

@@ -1116,3 +1116,11 @@ def test_curves_refuses_bad_env_steps(suite_dir, capsys):
         main(["curves", str(suite_dir), "--at", "1M,lots"])
     assert exit_info.value.code == 2
     assert "expected env steps like 0.5M,1M,250k" in capsys.readouterr().err
+
+
+def test_report_says_which_games_count_in_apex_training_return():
+    from analysis.sections import _apex_return_note
+
+    assert _apex_return_note(pd.DataFrame({"algo": ["dqn", "appo"]})) == ""
+    note = _apex_return_note(pd.DataFrame({"algo": ["dqn", "apex"]}))
+    assert "training_return_max_epsilon" in note and "rllib_episode_return_mean" in note
