@@ -8,13 +8,16 @@ How to run
         --stop-train-time-s 5400                 # a run to 18 or 90 minutes
 
 Trial 0 is sized for 2 CPU cores: one env runner stepping 8 games (42x42 frames, the suite's
-42x42 net ``sweeps/workloads/rllib_config.PONG_MODEL``), 8-step fragments, and 4 updates of 64
-replayed steps per 64 sampled (a replay ratio of 4: RLlib's ``training_intensity`` counts the
+42x42 net ``sweeps/workloads/rllib_config.PONG_MODEL``), 32-step fragments, and 16 updates of
+64 replayed steps per 256 sampled (a replay ratio of 4: RLlib's ``training_intensity`` counts the
 driver's idle local env runner too, so its 2 here is 4 trained per sampled env step), lr 2.5e-4,
 Rainbow's extensions, a 100k prioritized replay, the target net synced every 8k env steps and
 epsilon annealed over 250k. The Rainbow-style settings it replaced (batch 32 every 4 steps at a
-replay ratio of 16) were learner-bound on 2 cores (results/pong/PROFILE.md). ASHA runs over env
-steps sampled: grace period 500k steps, reduction factor 3, max 3M steps.
+replay ratio of 16) were learner-bound on 2 cores (results/pong/PROFILE.md). DQN samples, then
+trains, in turn: its learner's torch takes the runner's core too while it updates
+(``sweeps/harness/callbacks.py``), and the replay stores running games in place
+(``sweeps/algorithms/growing_replay.py``; longer fragments also mean fewer appends). ASHA runs
+over env steps sampled: grace period 500k steps, reduction factor 3, max 3M steps.
 
 Results to expect
 -----------------
@@ -33,6 +36,7 @@ from typing import Any
 from ray.rllib.algorithms.dqn import DQNConfig
 
 from sweeps import dqn_family
+from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
 from sweeps.harness import runner
 from sweeps.workloads.pong import PONG
 
@@ -48,13 +52,13 @@ TUNED: dict[str, Any] = {
     "training_intensity": 2.0,
     "epsilon": [(0, 1.0), (250_000, dqn_family.PONG_FINAL_EPSILON)],
     "replay_buffer_config": {
-        "type": "PrioritizedEpisodeReplayBuffer",
+        "type": GrowingPrioritizedEpisodeReplayBuffer,  # RLlib's, running games grown in place
         "capacity": 100_000,
         "alpha": 0.5,
         "beta": 0.4,
     },
 }
-FRAGMENT = 8
+FRAGMENT = 32
 
 
 def make_config(args: argparse.Namespace) -> DQNConfig:

@@ -120,17 +120,21 @@ def test_the_cpu_recipe(algo: str) -> None:
 
 
 def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
-    """DQN's trial 0: one runner stepping 8 games in 8-step fragments, each round of 64 sampled
-    env steps followed by 4 updates of 64 replayed ones (RLlib's own round-robin weights)."""
+    """DQN's trial 0: one runner stepping 8 games in 32-step fragments, each round of 256 sampled
+    env steps followed by 16 updates of 64 replayed ones (RLlib's own round-robin weights), the
+    replay growing running games in place."""
     from ray.rllib.algorithms.dqn.dqn import calculate_rr_weights
+
+    from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
 
     config = _config("dqn")
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 8
-    assert config.rollout_fragment_length == 8 and config.train_batch_size == 64
+    assert config.rollout_fragment_length == 32 and config.train_batch_size == 64
     store, updates = calculate_rr_weights(config)
     sampled = config.rollout_fragment_length * config.num_envs_per_env_runner
-    assert (store, updates) == (1, 4)
+    assert (store, updates) == (1, 16)
     assert updates * config.train_batch_size / sampled == 4.0  # the replay ratio
+    assert config.replay_buffer_config["type"] is GrowingPrioritizedEpisodeReplayBuffer
     assert config.lr == 2.5e-4 and config.n_step == 3 and config.double_q and config.dueling
 
 

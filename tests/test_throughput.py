@@ -382,6 +382,8 @@ def test_profile_markdown_summary(monkeypatch):
         ("dqn", 1, 0, 2),  # samples, then trains: the idle runner's CPU goes to the learner
         ("dqn", 1, 1, 1),  # a remote learner: the driver keeps its own CPU
         ("apex", 1, 0, 1),  # samples while it trains: the runner keeps its CPU
+        ("dqn-actor", 1, 0, 2),  # a Tune trial: Ray's actor subclass, methods wrapped
+        ("apex-actor", 1, 0, 1),
     ],
 )
 def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
@@ -399,7 +401,17 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
         num_cpus_per_env_runner=1,
         num_learners=learners,
     )
-    algorithm = object.__new__(DQN if algo == "dqn" else ApexDQN)
+    cls = DQN if algo.startswith("dqn") else ApexDQN
+    if algo.endswith("-actor"):  # as ray.actor._modify_class and its tracing wrappers make it
+        cls = type(
+            cls.__name__,
+            (cls,),
+            {
+                "__ray_actor_class__": cls,
+                "training_step": lambda self: None,
+            },
+        )
+    algorithm = object.__new__(cls)
     algorithm.config = config
     before = torch.get_num_threads()
     try:

@@ -56,7 +56,11 @@ def _samples_then_trains(algorithm: Any) -> bool:
     suite's Ape-X subclasses DQN but samples while it trains."""
     from ray.rllib.algorithms.dqn import DQN
 
-    return getattr(type(algorithm), "training_step", None) is DQN.training_step
+    cls = type(algorithm)
+    # A Tune trial's algorithm is a Ray actor: Ray's subclass of the algorithm's class, its
+    # methods wrapped (tracing), the original class kept as ``__ray_actor_class__``.
+    cls = getattr(cls, "__ray_actor_class__", cls)
+    return getattr(cls, "training_step", None) is DQN.training_step
 
 
 # Where the clocks live in the algorithm's MetricsLogger, as lifetime sums (checkpointed with it

@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 from ray.rllib.core.columns import Columns
-from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (
-    PrioritizedEpisodeReplayBuffer,
-)
+
+from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
 
 # Extra batch columns carrying the replay indices of a sampled batch (popped before training).
 TREE_IDX = "_apex_tree_idx"
@@ -72,8 +71,10 @@ def strip_for_replay(episodes: Sequence[Any]) -> None:
         episode.action_space = None
 
 
-class ApexEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
-    """RLlib's ``PrioritizedEpisodeReplayBuffer`` with what Ape-X needs on top.
+class ApexEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuffer):
+    """RLlib's ``PrioritizedEpisodeReplayBuffer`` with what Ape-X needs on top (by way of
+    :class:`~sweeps.algorithms.growing_replay.GrowingPrioritizedEpisodeReplayBuffer`, whose
+    running episodes grow in place instead of being copied whole at every chunk).
 
     Why a subclass (everything else - storage, episode concatenation, eviction, the sum/min
     segment trees, ``alpha`` - is the parent's):

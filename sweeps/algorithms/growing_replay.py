@@ -1,0 +1,128 @@
+"""Episode replay whose running episodes grow in amortised O(chunk) time, not O(episode).
+
+RLlib's episode replay buffers keep a running episode as one ``SingleAgentEpisode`` and append
+each new chunk to it (``SingleAgentEpisode.concat_episode``): the stored observations are a numpy
+array, copied whole on every chunk (``np.delete`` of the boundary observation, then
+``np.concatenate``). Storing an episode of L steps in chunks of k steps copies O(L²/k)
+observations. On Pong (42x42x4 frames; games of 800 to several thousand steps) that was a fifth
+of DQN's wall-clock at 8-step fragments, and it grows as the games grow longer
+(``results/pong/PROFILE.md``).
+
+:class:`GrowingLookbackBuffer` keeps a stored episode's observations in an array with spare room
+that doubles when full: ``extend`` writes into the room and ``pop`` of the last item shortens a
+view, so a chunk costs O(k). When the episode ends its observations are copied once into an
+array of their own size, so finished episodes in the replay hold no spare room.
+:class:`GrowingPrioritizedEpisodeReplayBuffer` is RLlib's ``PrioritizedEpisodeReplayBuffer``
+with it (DQN's ``replay_buffer_config["type"]``); Ape-X's replay buffer subclasses it. Storage,
+sampling, priorities and eviction are the parent's, unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from ray.rllib.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
+from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (
+    PrioritizedEpisodeReplayBuffer,
+)
+
+
+class GrowingLookbackBuffer(InfiniteLookbackBuffer):
+    """An ``InfiniteLookbackBuffer`` whose numpy ``data`` is a view on a larger array, so that
+    appending at the end and popping the last item copy only what is added.
+
+    Anything else (nested data, lists, a ``data`` that someone else replaced) falls back to the
+    parent's behaviour; the next append then starts a new array with room."""
+
+    _store: np.ndarray | None = None  # the array with room; ``data`` is ``_store[:n]``
+    _view: np.ndarray | None = None  # the ``data`` this buffer last set
+
+    @classmethod
+    def adopt(cls, buffer: InfiniteLookbackBuffer) -> None:
+        """Make ``buffer`` (a stored episode's) grow in place from now on."""
+        if type(buffer) is InfiniteLookbackBuffer:
+            buffer.__class__ = cls
+
+    def _owns_data(self) -> bool:
+        return self._store is not None and self.data is self._view
+
+    def _set(self, view: np.ndarray) -> None:
+        self.data = self._view = view
+
+    def extend(self, items) -> None:
+        data = self.data
+        fits = (
+            self.finalized
+            and isinstance(data, np.ndarray)
+            and isinstance(items, np.ndarray)
+            and items.dtype == data.dtype
+            and items.shape[1:] == data.shape[1:]
+        )
+        if not fits:
+            self.release()
+            super().extend(items)
+            return
+        n, k = len(data), len(items)
+        if not self._owns_data() or len(self._store) < n + k:
+            store = np.empty((max(2 * (n + k), 16), *data.shape[1:]), dtype=data.dtype)
+            store[:n] = data
+            self._store = store
+        self._store[n : n + k] = items
+        self._set(self._store[: n + k])
+
+    def pop(self, index: int = -1) -> None:
+        if self._owns_data() and len(self.data) and index in (-1, len(self.data) - 1):
+            self._set(self.data[:-1])
+            return
+        self.release()
+        super().pop(index)
+
+    def release(self) -> None:
+        """Drop the spare room: ``data`` becomes an array of its own size."""
+        if self._owns_data():
+            self.data = self.data.copy()
+        self._store = self._view = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Pickle (checkpoints, Ray transport) the data alone, not the array with room.
+        state = dict(self.__dict__)
+        state.pop("_store", None)
+        state.pop("_view", None)
+        return state
+
+
+def grow_stored_chunks(buffer: Any, episodes: list) -> None:
+    """Before ``buffer.add(episodes)``: the stored episodes that these chunks continue grow in
+    place (their observations, by far their largest part)."""
+    for episode in episodes:
+        stored = _stored(buffer, episode.id_)
+        if stored is not None and not stored.is_done:
+            GrowingLookbackBuffer.adopt(stored.observations)
+
+
+def release_finished(buffer: Any, episodes: list) -> None:
+    """After ``buffer.add(episodes)``: stored episodes that a chunk ended drop their room."""
+    for episode in episodes:
+        if episode.is_done:
+            stored = _stored(buffer, episode.id_)
+            if stored is not None and isinstance(stored.observations, GrowingLookbackBuffer):
+                stored.observations.release()
+
+
+def _stored(buffer: Any, episode_id: str) -> Any:
+    index = buffer.episode_id_to_index.get(episode_id)
+    if index is None:
+        return None
+    return buffer.episodes[index - buffer._num_episodes_evicted]
+
+
+class GrowingPrioritizedEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
+    """RLlib's prioritized episode replay, its running episodes growing in place (see the
+    module docstring). Same arguments, same samples."""
+
+    def add(self, episodes: Any, weight: float | None = None, **kwargs: Any) -> None:
+        episodes = list(episodes) if isinstance(episodes, list | tuple) else [episodes]
+        grow_stored_chunks(self, episodes)
+        super().add(episodes, weight=weight, **kwargs)
+        release_finished(self, episodes)
