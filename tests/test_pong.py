@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+from types import SimpleNamespace
 
 import gymnasium as gym
 import numpy as np
@@ -134,7 +135,16 @@ def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
     sampled = config.rollout_fragment_length * config.num_envs_per_env_runner
     assert (store, updates) == (1, 16)
     assert updates * config.train_batch_size / sampled == 4.0  # the replay ratio
-    assert config.replay_buffer_config["type"] is GrowingPrioritizedEpisodeReplayBuffer
+    # As a Tune trial builds it: the config through a dict (the type becomes a class path and
+    # back), then RLlib's own replay constructor.
+    from ray.rllib.algorithms.algorithm import Algorithm
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    trial_config = DQNConfig.from_dict(config.to_dict())
+    replay = Algorithm._create_local_replay_buffer_if_necessary(
+        SimpleNamespace(config=trial_config), trial_config.to_dict()
+    )
+    assert type(replay) is GrowingPrioritizedEpisodeReplayBuffer and replay.capacity == 100_000
     assert config.lr == 2.5e-4 and config.n_step == 3 and config.double_q and config.dueling
 
 

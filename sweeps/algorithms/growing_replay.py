@@ -19,6 +19,7 @@ sampling, priorities and eviction are the parent's, unchanged.
 
 from __future__ import annotations
 
+from abc import ABCMeta
 from typing import Any
 
 import numpy as np
@@ -117,7 +118,20 @@ def _stored(buffer: Any, episode_id: str) -> Any:
     return buffer.episodes[index - buffer._num_episodes_evicted]
 
 
-class GrowingPrioritizedEpisodeReplayBuffer(PrioritizedEpisodeReplayBuffer):
+class _TypeReadAsName(ABCMeta):
+    """RLlib 2.60 builds DQN's replay after ``"EpisodeReplayBuffer" in
+    replay_buffer_config["type"]`` (``Algorithm._create_local_replay_buffer_if_necessary``): a
+    string test, on a type its own config loading has turned into a class
+    (``AlgorithmConfig.update_from_dict``, as every Tune trial does). The test reads the class's
+    name here, so a replay class works in a Tune trial as RLlib's built-in names do."""
+
+    def __contains__(cls, text: object) -> bool:
+        return isinstance(text, str) and text in cls.__name__
+
+
+class GrowingPrioritizedEpisodeReplayBuffer(
+    PrioritizedEpisodeReplayBuffer, metaclass=_TypeReadAsName
+):
     """RLlib's prioritized episode replay, its running episodes growing in place (see the
     module docstring). Same arguments, same samples."""
 
