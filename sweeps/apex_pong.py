@@ -22,9 +22,9 @@ How to run
 ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, max 4M steps.
 
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
-env, 8 games per runner) and the model is the suite's 42x42 Atari net
-(``sweeps/workloads/rllib_config.PONG_MODEL``), as for IMPALA and APPO; the DQN settings above
-are not yet re-tuned for them.
+env, 8 games per runner) and the model is DQN's, the value-based methods' 42x42 net
+(``sweeps/workloads/rllib_config.VALUE_42_FILTERS``); the Ape-X settings above are not yet
+re-tuned for them.
 
 Results to expect
 -----------------
@@ -43,6 +43,7 @@ from typing import Any
 from sweeps import dqn_family
 from sweeps.harness import keys, runner
 from sweeps.workloads.pong import PONG
+from sweeps.workloads.rllib_config import VALUE_42_FILTERS
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
 # (sweeps/dqn_family.py).
@@ -69,7 +70,7 @@ def make_config(args: argparse.Namespace):
         training_return_max_epsilon=dqn_family.PONG_FINAL_EPSILON,
     )
     config.env_runners(rollout_fragment_length=50)
-    return PONG.configure(config, args)
+    return PONG.configure(config, args, conv_filters=VALUE_42_FILTERS)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

@@ -145,7 +145,16 @@ def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
         SimpleNamespace(config=trial_config), trial_config.to_dict()
     )
     assert type(replay) is GrowingPrioritizedEpisodeReplayBuffer and replay.capacity == 100_000
-    assert config.lr == 2.5e-4 and config.n_step == 3 and config.double_q and config.dueling
+    assert config.lr == 1e-4 and config.n_step == 3 and config.double_q and config.dueling
+
+
+@pytest.mark.parametrize("algo", ["dqn", "apex"])
+def test_the_value_based_recipes_use_the_value_net(algo: str) -> None:
+    """DQN and Ape-X learn Pong on the 42x42 net with a 5x5 map before its dense layer, not on
+    the V-trace methods' cheaper PONG_MODEL."""
+    from sweeps.workloads.rllib_config import VALUE_42_FILTERS
+
+    assert _config(algo).model_config["conv_filters"] == VALUE_42_FILTERS
 
 
 def test_the_apex_recipe_reads_its_training_return_at_dqns_final_epsilon() -> None:

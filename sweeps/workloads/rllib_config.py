@@ -99,6 +99,11 @@ PONG_MODEL: dict[str, Any] = {
 # Pong net before PONG_MODEL: --set 'model_config={"conv_filters": [[16, 4, 2], [32, 4, 2],
 # [256, 11, 1, "valid"]]}' brings it back.
 RLLIB_42_FILTERS: list[list[Any]] = [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]]
+# The value-based methods' 42x42 net (42 -> 13x13x16 -> 5x5x32 -> 256): DQN did not learn Pong
+# on PONG_MODEL (its 3x3 map before the dense layer, at any target period tried) and learned on
+# RLLIB_42_FILTERS, whose 11x11 map costs ~5x PONG_MODEL per update; this one keeps a finer map
+# at about a third of that cost (results/pong/candidates/CURVES.md: pong-dqn-* probes).
+VALUE_42_FILTERS: list[list[Any]] = [[16, 6, 3, "valid"], [32, 4, 2, "valid"], [256, 5, 1, "valid"]]
 
 
 def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
