@@ -4,9 +4,9 @@ RLlib's episode replay buffers keep a running episode as one ``SingleAgentEpisod
 each new chunk to it (``SingleAgentEpisode.concat_episode``): the stored observations are a numpy
 array, copied whole on every chunk (``np.delete`` of the boundary observation, then
 ``np.concatenate``). Storing an episode of L steps in chunks of k steps copies O(L²/k)
-observations. On Pong (42x42x4 frames; games of 800 to several thousand steps) that was a fifth
-of DQN's wall-clock at 8-step fragments, and it grows as the games grow longer
-(``results/pong/PROFILE.md``).
+observations. On Pong (42x42x4 frames; games of 800 to several thousand steps) that is a large
+share of DQN's driver time at short fragments, and it grows as the games grow longer
+(``benchmarks/replay_add.py`` measures both buffers).
 
 :class:`GrowingLookbackBuffer` keeps a stored episode's observations in an array with spare room
 that doubles when full: ``extend`` writes into the room and ``pop`` of the last item shortens a
