@@ -111,6 +111,16 @@ def test_per_game_epsilon_explores_each_game_at_its_own_rate():
         assert (explored[:, game] != greedy[game]).mean() > 0.5
 
 
+@pytest.mark.parametrize("runners, fed", [(0, 1), (1, 1), (2, 2), (4, 4), (8, 4)])
+def test_only_the_shards_runners_feed_are_built_and_share_the_capacity(runners, fed):
+    """Runner i feeds shard i % S: with one runner and four shards, three would stay empty and
+    the replay would hold a quarter of its capacity."""
+    config = ApexDQNConfig().env_runners(num_env_runners=runners).apex(num_replay_buffer_shards=4)
+    config.training(replay_buffer_config={"capacity": 200_000})
+    assert config.num_replay_shards_fed == fed
+    assert config.replay_shard_buffer_kwargs(0)["capacity"] == 200_000 // fed
+
+
 def test_config_api_and_defaults():
     config = ApexDQNConfig()
     # Faithful defaults (old RLlib Ape-X / the paper).

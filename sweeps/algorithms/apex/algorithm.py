@@ -97,7 +97,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
         buffer_cls = config.replay_shard_buffer_class()
         self._shards = [
             shard_cls.options(name=None).remote(buffer_cls, config.replay_shard_buffer_kwargs(i))
-            for i in range(config.num_replay_buffer_shards)
+            for i in range(config.num_replay_shards_fed)
         ]
         # Each shard's first process, so that a shard killed before its first stats answer is
         # still seen as restarted (`_count_shard_restarts`).
@@ -129,7 +129,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
         # Env steps sampled and trained before the checkpoint this run was restored from (the
         # counters above restart with the replay; the lifetime figures add these).
         self._restored_steps = (0, 0)
-        self._shard_steps = [0] * cfg.num_replay_buffer_shards  # env steps sent per shard
+        self._shard_steps = [0] * len(self._shards)  # env steps sent per shard
         self._replay_reqs: list[tuple[int, ray.ObjectRef]] = []
         self._batch_queue: deque[tuple[int, dict[str, np.ndarray]]] = deque()
         self._next_shard = 0

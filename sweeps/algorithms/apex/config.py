@@ -137,7 +137,8 @@ class ApexDQNConfig(DQNConfig):
 
         Args:
             num_replay_buffer_shards: Number of replay shard actors; runner i feeds shard
-                i % num_replay_buffer_shards. The replay capacity is split evenly.
+                i % num_replay_buffer_shards. With fewer runners, only one shard per runner
+                is built (``num_replay_shards_fed``). The replay capacity is split evenly.
             max_weight_sync_delay: A runner gets the learner's latest weights once it has
                 returned this many env steps since its last sync.
             exploration_epsilon_base: ε of Ape-X's per-actor schedule ε^(1 + α i/(N-1)).
@@ -254,10 +255,18 @@ class ApexDQNConfig(DQNConfig):
         buffer_type = self.replay_buffer_config.get("type")
         return buffer_type if isinstance(buffer_type, type) else ApexEpisodeReplayBuffer
 
+    @property
+    def num_replay_shards_fed(self) -> int:
+        """The replay shards that get data, and that the algorithm builds: runner i feeds shard
+        i % S, so with fewer runners than ``num_replay_buffer_shards`` the others would stay
+        empty and the replay would hold only the fed shards' share of its capacity."""
+        return max(1, min(int(self.num_replay_buffer_shards), int(self.num_env_runners)))
+
     def replay_shard_buffer_kwargs(self, shard_index: int) -> dict[str, Any]:
-        """Constructor kwargs of shard ``shard_index``'s buffer (capacity split evenly)."""
+        """Constructor kwargs of shard ``shard_index``'s buffer (the capacity split evenly over
+        the shards fed)."""
         cfg = self.replay_buffer_config
-        capacity = max(int(cfg.get("capacity", 2_000_000)) // self.num_replay_buffer_shards, 1)
+        capacity = max(int(cfg.get("capacity", 2_000_000)) // self.num_replay_shards_fed, 1)
         seed = None if self.seed is None else int(self.seed) * 1000 + shard_index
         return {
             "capacity": capacity,
