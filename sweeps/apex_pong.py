@@ -3,7 +3,9 @@
 Centre of the space: RLlib's ``tuned_examples/apex_dqn/pong-apex-dqn.yaml`` (Ray <= 2.5), which
 "reaches ~19 reward in < 40 minutes (3M env steps) on a p3.8xlarge": 4 workers × 8 envs,
 lr 5e-5, train batch 64, target update every 20k steps, replay 1M, γ 0.99, training intensity 16.
-Replay here is 200k per sweep default (observations are not compressed on the new stack). The
+Replay here is 200k per sweep default (observations are not compressed on the new stack; one
+shard per runner, so one shard of 200k on 2 cores). Learning rate and target period are DQN's
+Pong ones (lr 1e-4, 500 updates between target syncs; results/pong/candidates/CURVES.md). The
 replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
 learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
 it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
@@ -46,13 +48,14 @@ from sweeps.workloads.pong import PONG
 from sweeps.workloads.rllib_config import VALUE_42_FILTERS
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
-# (sweeps/dqn_family.py).
+# (sweeps/dqn_family.py), and DQN's Pong learning rate and target period: 1e-4, the target net
+# synced every 500 updates of 64 (32k trained env steps; DQN's 8k sampled at its ratio of 4).
 TUNED: dict[str, Any] = {
     **dqn_family.EXTENSIONS,
-    "lr": 5e-5,
+    "lr": 1e-4,
     "gamma": 0.99,
     "train_batch_size": 64,
-    "target_network_update_freq": 20_000,
+    "target_network_update_freq": 32_000,
     "training_intensity": 1.0,
     "num_steps_sampled_before_learning_starts": 50_000,
     "replay_buffer_config": {"capacity": 200_000},
