@@ -80,7 +80,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
     return {
         "lr": trial.suggest_float("hp/lr", 2e-5, 3e-4, log=True),
         "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
-        "target_network_update_freq": 5000 * trial.suggest_categorical("hp/target_5k", [1, 2, 4]),
+        "target_network_update_freq": 8000 * trial.suggest_categorical("hp/target_8k", [1, 2, 4]),
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
         "training_intensity": trial.suggest_categorical("hp/training_intensity", [0.5, 1, 2, 4]),
         "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.4, 0.8),
