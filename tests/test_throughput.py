@@ -384,10 +384,11 @@ def test_profile_markdown_summary(monkeypatch):
         ("apex", 1, 0, 1),  # samples while it trains: the runner keeps its CPU
         ("dqn-actor", 1, 0, 2),  # a Tune trial: Ray's actor subclass, methods wrapped
         ("apex-actor", 1, 0, 1),
+        ("dqn", 14, 0, 8),  # runners on other nodes: at most this machine's cores
     ],
 )
 def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
-    algo, runners, learners, threads
+    algo, runners, learners, threads, monkeypatch
 ):
     import torch
     from ray.rllib.algorithms.dqn import DQN
@@ -413,6 +414,7 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
         )
     algorithm = object.__new__(cls)
     algorithm.config = config
+    monkeypatch.setattr("os.cpu_count", lambda: 8)
     before = torch.get_num_threads()
     try:
         _one_torch_thread_per_cpu(algorithm)

@@ -15,6 +15,7 @@ writing checkpoints (Tune's ``save_checkpoint`` calls between iterations) are no
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections import deque
 from typing import Any
@@ -41,13 +42,15 @@ def _one_torch_thread_per_cpu(algorithm: Any) -> None:
 
     RLlib's DQN samples and updates in turn (its ``training_step`` waits for the env runners'
     samples, then trains in the driver): while its local learner updates, the runners' CPUs are
-    idle, so the learner takes those too."""
+    idle, so the learner takes those too (at most this machine's cores: runners may live on
+    other nodes)."""
     import torch
 
     config = algorithm.config
     threads = int(config.num_cpus_for_main_process)
     if _samples_then_trains(algorithm) and config.num_learners == 0:
         threads += int(config.num_env_runners * config.num_cpus_per_env_runner)
+        threads = min(threads, os.cpu_count() or 1)
     torch.set_num_threads(max(1, threads))
 
 
