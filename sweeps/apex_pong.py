@@ -25,8 +25,8 @@ ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, m
 
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
 env, 8 games per runner) and the model is DQN's, the value-based methods' 42x42 net
-(``sweeps/workloads/rllib_config.VALUE_42_FILTERS``); the Ape-X settings above are not yet
-re-tuned for them.
+(``sweeps/workloads/rllib_config.VALUE_42_FILTERS``); of the old settings above, only the
+learning rate and target period are re-tuned for them (DQN's).
 
 Results to expect
 -----------------

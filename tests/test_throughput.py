@@ -394,7 +394,7 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
     from ray.rllib.algorithms.dqn import DQN
 
     from sweeps.algorithms.apex.algorithm import ApexDQN
-    from sweeps.harness.callbacks import _one_torch_thread_per_cpu
+    from sweeps.harness.callbacks import _size_torch_threads
 
     config = SimpleNamespace(
         num_cpus_for_main_process=1,
@@ -417,7 +417,7 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
     monkeypatch.setattr("os.cpu_count", lambda: 8)
     before = torch.get_num_threads()
     try:
-        _one_torch_thread_per_cpu(algorithm)
+        _size_torch_threads(algorithm)
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)

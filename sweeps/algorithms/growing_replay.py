@@ -93,31 +93,6 @@ class GrowingLookbackBuffer(InfiniteLookbackBuffer):
         return state
 
 
-def grow_stored_chunks(buffer: Any, episodes: list) -> None:
-    """Before ``buffer.add(episodes)``: the stored episodes that these chunks continue grow in
-    place (their observations, by far their largest part)."""
-    for episode in episodes:
-        stored = _stored(buffer, episode.id_)
-        if stored is not None and not stored.is_done:
-            GrowingLookbackBuffer.adopt(stored.observations)
-
-
-def release_finished(buffer: Any, episodes: list) -> None:
-    """After ``buffer.add(episodes)``: stored episodes that a chunk ended drop their room."""
-    for episode in episodes:
-        if episode.is_done:
-            stored = _stored(buffer, episode.id_)
-            if stored is not None and isinstance(stored.observations, GrowingLookbackBuffer):
-                stored.observations.release()
-
-
-def _stored(buffer: Any, episode_id: str) -> Any:
-    index = buffer.episode_id_to_index.get(episode_id)
-    if index is None:
-        return None
-    return buffer.episodes[index - buffer._num_episodes_evicted]
-
-
 class _TypeReadAsName(ABCMeta):
     """RLlib 2.60 builds DQN's replay after ``"EpisodeReplayBuffer" in
     replay_buffer_config["type"]`` (``Algorithm._create_local_replay_buffer_if_necessary``): a
@@ -137,6 +112,22 @@ class GrowingPrioritizedEpisodeReplayBuffer(
 
     def add(self, episodes: Any, weight: float | None = None, **kwargs: Any) -> None:
         episodes = list(episodes) if isinstance(episodes, list | tuple) else [episodes]
-        grow_stored_chunks(self, episodes)
+        # The stored games these chunks continue grow in place (their observations, by far
+        # their largest part) ...
+        for episode in episodes:
+            stored = self.stored_episode(episode.id_)
+            if stored is not None and not stored.is_done:
+                GrowingLookbackBuffer.adopt(stored.observations)
         super().add(episodes, weight=weight, **kwargs)
-        release_finished(self, episodes)
+        # ... and the games a chunk ended drop their spare room.
+        for episode in episodes:
+            stored = self.stored_episode(episode.id_) if episode.is_done else None
+            if stored is not None and isinstance(stored.observations, GrowingLookbackBuffer):
+                stored.observations.release()
+
+    def stored_episode(self, episode_id: str) -> Any:
+        """The stored episode of this id (all its chunks so far), or None."""
+        index = self.episode_id_to_index.get(episode_id)
+        if index is None:
+            return None
+        return self.episodes[index - self._num_episodes_evicted]

@@ -33,8 +33,8 @@ from sweeps.harness import keys
 from sweeps.harness.values import number
 
 
-def _one_torch_thread_per_cpu(algorithm: Any) -> None:
-    """Size torch's intra-op threads to the CPUs the driver (and a local learner) was given.
+def _size_torch_threads(algorithm: Any) -> None:
+    """Size torch's intra-op threads to the CPUs the driver (and a local learner) can use.
 
     Torch takes every core by default; on a small machine a learner with two threads fights the
     env runner for its core, and trains fewer steps/s than with one. Remote learners and env
@@ -99,7 +99,7 @@ class SuiteCallbacks(RLlibCallback):
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
-        _one_torch_thread_per_cpu(algorithm)
+        _size_torch_threads(algorithm)
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         self._time_checkpoint_saving(algorithm)
         # Start-up (building runners, learners, the DP above) is not training time.

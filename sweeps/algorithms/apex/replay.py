@@ -173,10 +173,9 @@ class ApexEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuffer):
         starts a new stored episode under an alias id, which its later chunks follow."""
         source = episode.id_
         episode.id_ = self._aliases.get(source, source)
-        index = self.episode_id_to_index.get(episode.id_)
-        if index is None:
+        stored = self.stored_episode(episode.id_)
+        if stored is None:
             return
-        stored = self.episodes[index - self._num_episodes_evicted]
         if not stored.is_done and stored.t == episode.t_started:
             return
         episode.id_ = f"{source}#{episode.t_started}"
