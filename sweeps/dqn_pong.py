@@ -16,8 +16,9 @@ Rainbow's extensions, a 100k prioritized replay, the target net synced every 8k 
 epsilon annealed over 250k. The Rainbow-style settings it replaced (batch 32 every 4 steps at a
 replay ratio of 16) were learner-bound on 2 cores (results/pong/PROFILE.md). DQN samples, then
 trains, in turn: its learner's torch takes the runner's core too while it updates
-(``sweeps/harness/callbacks.py``), and the replay stores running games in place
-(``sweeps/algorithms/growing_replay.py``; longer fragments also mean fewer appends). ASHA runs
+(``sweeps/harness/callbacks.py``), the replay stores running games in place
+(``sweeps/algorithms/growing_replay.py``; longer fragments also mean fewer appends) and is
+sampled as a train batch, not as episodes (``sweeps/algorithms/columnar_dqn.py``). ASHA runs
 over env steps sampled: grace period 500k steps, reduction factor 3, max 3M steps.
 
 Results to expect
@@ -34,10 +35,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ray.rllib.algorithms.dqn import DQNConfig
-
 from sweeps import dqn_family
-from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
+from sweeps.algorithms.columnar_dqn import ColumnarDQNConfig
+from sweeps.algorithms.columnar_replay import ColumnarPrioritizedEpisodeReplayBuffer
 from sweeps.harness import runner
 from sweeps.workloads.pong import PONG
 from sweeps.workloads.rllib_config import VALUE_42_FILTERS
@@ -54,7 +54,7 @@ TUNED: dict[str, Any] = {
     "training_intensity": 2.0,
     "epsilon": [(0, 1.0), (250_000, dqn_family.PONG_FINAL_EPSILON)],
     "replay_buffer_config": {
-        "type": GrowingPrioritizedEpisodeReplayBuffer,  # RLlib's, running games grown in place
+        "type": ColumnarPrioritizedEpisodeReplayBuffer,  # RLlib's, sampled as columns
         "capacity": 100_000,
         "alpha": 0.5,
         "beta": 0.4,
@@ -63,8 +63,8 @@ TUNED: dict[str, Any] = {
 FRAGMENT = 32
 
 
-def make_config(args: argparse.Namespace) -> DQNConfig:
-    config = DQNConfig().training(**TUNED)
+def make_config(args: argparse.Namespace) -> ColumnarDQNConfig:
+    config = ColumnarDQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=FRAGMENT)
     return PONG.configure(config, args, conv_filters=VALUE_42_FILTERS)
 

@@ -123,10 +123,11 @@ def test_the_cpu_recipe(algo: str) -> None:
 def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
     """DQN's trial 0: one runner stepping 8 games in 32-step fragments, each round of 256 sampled
     env steps followed by 16 updates of 64 replayed ones (RLlib's own round-robin weights), the
-    replay growing running games in place."""
+    replay growing running games in place and sampled as columns."""
     from ray.rllib.algorithms.dqn.dqn import calculate_rr_weights
 
-    from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
+    from sweeps.algorithms.columnar_dqn import ColumnarDQN, ColumnarDQNConfig
+    from sweeps.algorithms.columnar_replay import ColumnarPrioritizedEpisodeReplayBuffer
 
     config = _config("dqn")
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 8
@@ -138,13 +139,13 @@ def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
     # As a Tune trial builds it: the config through a dict (the type becomes a class path and
     # back), then RLlib's own replay constructor.
     from ray.rllib.algorithms.algorithm import Algorithm
-    from ray.rllib.algorithms.dqn import DQNConfig
 
-    trial_config = DQNConfig.from_dict(config.to_dict())
+    assert config.algo_class is ColumnarDQN
+    trial_config = ColumnarDQNConfig.from_dict(config.to_dict())
     replay = Algorithm._create_local_replay_buffer_if_necessary(
         SimpleNamespace(config=trial_config), trial_config.to_dict()
     )
-    assert type(replay) is GrowingPrioritizedEpisodeReplayBuffer and replay.capacity == 100_000
+    assert type(replay) is ColumnarPrioritizedEpisodeReplayBuffer and replay.capacity == 100_000
     assert config.lr == 1e-4 and config.n_step == 3 and config.double_q and config.dueling
 
 

@@ -383,6 +383,7 @@ def test_profile_markdown_summary(monkeypatch):
         ("dqn", 1, 1, 1),  # a remote learner: the driver keeps its own CPU
         ("apex", 1, 0, 1),  # samples while it trains: the runner keeps its CPU
         ("dqn-actor", 1, 0, 2),  # a Tune trial: Ray's actor subclass, methods wrapped
+        ("columnar-actor", 1, 0, 2),  # the suite's DQN with RLlib's training_step
         ("apex-actor", 1, 0, 1),
         ("dqn", 14, 0, 8),  # runners on other nodes: at most this machine's cores
     ],
@@ -394,6 +395,7 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
     from ray.rllib.algorithms.dqn import DQN
 
     from sweeps.algorithms.apex.algorithm import ApexDQN
+    from sweeps.algorithms.columnar_dqn import ColumnarDQN
     from sweeps.harness.callbacks import _size_torch_threads
 
     config = SimpleNamespace(
@@ -402,7 +404,7 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
         num_cpus_per_env_runner=1,
         num_learners=learners,
     )
-    cls = DQN if algo.startswith("dqn") else ApexDQN
+    cls = {"dqn": DQN, "columnar": ColumnarDQN, "apex": ApexDQN}[algo.split("-")[0]]
     if algo.endswith("-actor"):  # as ray.actor._modify_class and its tracing wrappers make it
         cls = type(
             cls.__name__,

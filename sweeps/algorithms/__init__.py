@@ -3,6 +3,10 @@
 * :mod:`sweeps.algorithms.apex`: Ape-X DQN, one module per concern (``ApexDQNConfig`` /
   ``ApexDQN``; call ``sweeps.algorithms.apex.register()`` to make ``"ApexDQN"`` a Tune trainable
   name).
+* :mod:`sweeps.algorithms.columnar_dqn`: RLlib's DQN with its prioritized replay sampled as a
+  train batch (``ColumnarDQNConfig``; DQN's Pong recipe); the replay is
+  :mod:`~sweeps.algorithms.columnar_replay`, RLlib's buffer sampled as columns, whose running games
+  grow in place (:mod:`~sweeps.algorithms.growing_replay`); Ape-X's shards hold the same buffer.
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
 * :mod:`sweeps.algorithms.masking`: the action-masked IMPALA / APPO RLModules for the same env.

@@ -55,8 +55,9 @@ def _size_torch_threads(algorithm: Any) -> None:
 
 
 def _samples_then_trains(algorithm: Any) -> bool:
-    """Whether the algorithm runs RLlib's own DQN ``training_step`` (synchronous sampling); the
-    suite's Ape-X subclasses DQN but samples while it trains."""
+    """Whether the algorithm runs RLlib's own DQN ``training_step`` (synchronous sampling; the
+    suite's columnar DQN keeps it); the suite's Ape-X subclasses DQN but samples while it
+    trains."""
     from ray.rllib.algorithms.dqn import DQN
 
     cls = type(algorithm)
