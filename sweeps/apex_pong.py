@@ -3,8 +3,9 @@
 Centre of the space: RLlib's ``tuned_examples/apex_dqn/pong-apex-dqn.yaml`` (Ray <= 2.5), which
 "reaches ~19 reward in < 40 minutes (3M env steps) on a p3.8xlarge": 4 workers × 8 envs,
 lr 5e-5, train batch 64, target update every 20k steps, replay 1M, γ 0.99, training intensity 16.
-Replay here is 200k per sweep default (observations are not compressed on the new stack; one
-shard per runner, so one shard of 200k on 2 cores). Learning rate and target period are DQN's
+Replay here is 50k (observations are not compressed on the new stack; one shard per runner, so
+one shard on 2 cores): at 1 replayed step per sampled one, a 200k replay learned far slower on
+Pong than 50k (results/pong/candidates/CURVES.md). Learning rate and target period are DQN's
 Pong ones (lr 1e-4, 500 updates between target syncs; results/pong/candidates/CURVES.md). The
 replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
 learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
@@ -26,7 +27,7 @@ ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, m
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
 env, 8 games per runner) and the model is DQN's, the value-based methods' 42x42 net
 (``sweeps/workloads/rllib_config.VALUE_42_FILTERS``); of the old settings above, only the
-learning rate and target period are re-tuned for them (DQN's).
+learning rate, target period and replay size are re-tuned for them.
 
 Results to expect
 -----------------
@@ -58,7 +59,7 @@ TUNED: dict[str, Any] = {
     "target_network_update_freq": 32_000,
     "training_intensity": 1.0,
     "num_steps_sampled_before_learning_starts": 50_000,
-    "replay_buffer_config": {"capacity": 200_000},
+    "replay_buffer_config": {"capacity": 50_000},
 }
 
 
@@ -84,6 +85,8 @@ def sample_params(trial: Any) -> dict[str, Any]:
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
         "training_intensity": trial.suggest_categorical("hp/training_intensity", [0.5, 1, 2, 4]),
         "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.4, 0.8),
+        "replay_buffer_config/capacity": 50_000
+        * trial.suggest_categorical("hp/capacity_50k", [1, 2, 4]),
     }
 
 

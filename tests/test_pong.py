@@ -168,11 +168,14 @@ def test_the_apex_recipe_reads_its_training_return_at_dqns_final_epsilon() -> No
     assert config.training_return_max_epsilon == 0.01 == _config("dqn").epsilon[-1][1]
     counted = [e <= config.training_return_max_epsilon for e in game_epsilons(0, 1, 8)]
     assert counted == [False] * 5 + [True] * 3
-    # DQN's learning rate and target period (500 updates of 64), one 200k shard for one runner.
+    # DQN's learning rate and target period (500 updates of 64), one 50k shard for one runner.
     assert config.lr == _config("dqn").lr == 1e-4
     assert config.target_network_update_freq / config.train_batch_size == 500
     assert config.num_env_runners == 1 and config.num_replay_shards_fed == 1
-    assert config.replay_shard_buffer_kwargs(0)["capacity"] == 200_000
+    assert config.replay_shard_buffer_kwargs(0)["capacity"] == 50_000
+    # Runners' connector states are not synced after each iteration (a blocking call behind
+    # the runner's queued samples): Ape-X's runners need nothing from it.
+    assert config._dont_auto_sync_env_runner_states is True
 
 
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:

@@ -60,6 +60,8 @@ class ApexDQNConfig(DQNConfig):
     ``num_env_runners`` defaults to 2 (old: 32 workers) and the per-iteration reporting
     minimum is 1 s (old: 30 s and 25k steps). The ε schedule (``epsilon``) of DQN is ignored
     on training runners (each has its fixed ε_i); evaluation is greedy (``explore=False``).
+    Runners' connector states are not merged and broadcast after each iteration (RLlib's
+    IMPALA skips it too): a stateful env-to-module connector (a filter) stays per runner.
     The replay shards are not checkpointed (a restored algorithm refills them before it
     learns again); a shard whose process dies is restarted by Ray, empty, and training goes
     on. Small-problem settings that reach a greedy return of 2,500 on ``Cabs-v0`` in a few
@@ -110,6 +112,12 @@ class ApexDQNConfig(DQNConfig):
         self.max_requests_in_flight_per_env_runner = 2
         self.min_time_s_per_iteration = 1
         self.min_sample_timesteps_per_iteration = 0
+        # RLlib's Algorithm syncs every runner's connector states after each iteration, in a
+        # blocking call that waits behind the runners' queued sample requests: a third of
+        # the driver's (and learner's) wall-clock on Pong. Ape-X's runners need nothing from
+        # it (their ε is their own, set with each request), so, as RLlib's IMPALA does, the
+        # algorithm skips it; stateful connectors (filters) stay per runner.
+        self._dont_auto_sync_env_runner_states = True
         # Exploration on training runners is each runner's fixed ε; the module-level default
         # schedule is constant at the base value (used only if a runner cannot be told its ε).
         self.epsilon = self.exploration_epsilon_base
