@@ -1,8 +1,9 @@
 """DQN whose replay is sampled as a train batch: :class:`ColumnarDQN` and its config.
 
 RLlib's DQN samples its prioritized replay as one ``SingleAgentEpisode`` per row and has the
-learner connector rebuild a batch from them, for every update; on Pong that costs about a third
-as much as the update itself (``results/pong/PROFILE.md``). Here the replay
+learner connector rebuild a batch from them, for every update; on Pong a large share of the
+update's time (``python -m sweeps.profiling``: the replay-sample and learner-connector timers).
+Here the replay
 (:class:`~sweeps.algorithms.columnar_replay.ColumnarPrioritizedEpisodeReplayBuffer`, as Ape-X's
 shards) returns the columns the DQN loss reads, and the learner takes them as they are
 (``LearnerGroup.update(batch=...)``). Everything else is RLlib's DQN: the same ``training_step``

@@ -1,8 +1,9 @@
 """Prioritized episode replay sampled as columns: :class:`ColumnarPrioritizedEpisodeReplayBuffer`.
 
 RLlib's ``PrioritizedEpisodeReplayBuffer.sample`` returns one ``SingleAgentEpisode`` per sampled
-row, which the learner connector then turns back into a batch: on Pong that costs about a third
-as much as the update it feeds (``results/pong/PROFILE.md``). This buffer draws the same
+row, which the learner connector then turns back into a batch: on Pong a large share of DQN's
+update time (the replay-sample and learner-connector timers of ``python -m sweeps.profiling``
+with RLlib's buffer). This buffer draws the same
 prioritized sample (``P(i) ∝ p_i^α``, importance weights ``(P(i) N)^-β / max_j (P(j) N)^-β``) and
 returns a ready train batch (columns of numpy arrays) for ``LearnerGroup.update(batch=...)``,
 with the replay indices of each row so that new priorities go back to the rows they came from
@@ -45,7 +46,7 @@ def _slice(buffer: Any, start: int, stop: int) -> np.ndarray:
     return np.asarray(buffer.get(slice(start, stop)))
 
 
-def _set_leaves(tree: Any, leaves: Sequence[int], values: Sequence[float]) -> None:
+def set_leaves(tree: Any, leaves: Sequence[int], values: Sequence[float]) -> None:
     """Batched ``tree[leaf] = value`` for RLlib's Sum/MinSegmentTree: writes the leaves, then
     recomputes each affected inner node once per level (instead of once per leaf)."""
     value, capacity, op = tree.value, tree.capacity, tree.operation
@@ -196,8 +197,8 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
             applied += 1
         if values:
             leaves = list(values)
-            _set_leaves(self._sum_segment, leaves, [values[i] for i in leaves])
-            _set_leaves(self._min_segment, leaves, [values[i] for i in leaves])
+            set_leaves(self._sum_segment, leaves, [values[i] for i in leaves])
+            set_leaves(self._min_segment, leaves, [values[i] for i in leaves])
             self._max_priority = max(self._max_priority, float(prios.max()))
         self.num_priority_updates += applied
         self.num_stale_priority_updates += len(weights) - applied

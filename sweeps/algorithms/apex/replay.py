@@ -18,7 +18,7 @@ from sweeps.algorithms.columnar_replay import (
     ITEM_ID,
     TREE_IDX,
     ColumnarPrioritizedEpisodeReplayBuffer,
-    _set_leaves,
+    set_leaves,
 )
 
 __all__ = ["ITEM_ID", "TREE_IDX", "ApexEpisodeReplayBuffer", "ApexReplayShard", "strip_for_replay"]
@@ -56,7 +56,7 @@ class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
     def __init__(self, capacity: int = 10000, **kwargs: Any) -> None:
         super().__init__(capacity=capacity, **kwargs)
         # While not None, the parent's per-step tree writes in `add` are collected here and
-        # written in one batch (`_set_leaves`).
+        # written in one batch (`set_leaves`).
         self._pending_writes: list[tuple[int, float]] | None = None
         self._aliases: dict[str, str] = {}
         self.num_unlinked_chunks = 0
@@ -108,8 +108,8 @@ class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
             self._max_priority = max(self._max_priority, float(prios.max()))
         if writes:
             leaves, values = zip(*writes, strict=True)
-            _set_leaves(self._sum_segment, leaves, values)
-            _set_leaves(self._min_segment, leaves, values)
+            set_leaves(self._sum_segment, leaves, values)
+            set_leaves(self._min_segment, leaves, values)
 
     def _link_chunk(self, episode: Any) -> None:
         """Make ``episode`` (a chunk) concatenable: the parent asserts that a chunk of a stored
