@@ -147,16 +147,23 @@ class ColumnarDQN(DQN):
                     ),
                 },
             )
-        # As RLlib's DQN: the TD errors (priorities) leave the results before they are logged.
-        td_errors = []
-        for result in learner_results:
-            module_results = result.get(DEFAULT_MODULE_ID, {})
-            if TD_ERROR_KEY in module_results:
-                td_errors.append(convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek()))
+        td = pop_td_errors(learner_results)
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        if td_errors:
-            td = np.concatenate([np.asarray(t).reshape(-1) for t in td_errors])
-            if len(td) == n:
-                with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
-                    replay.update_priorities_at(tree_idx, item_id, td)
+        if td is not None and len(td) == n:
+            with self.metrics.log_time((TIMERS, REPLAY_BUFFER_UPDATE_PRIOS_TIMER)):
+                replay.update_priorities_at(tree_idx, item_id, td)
         return True
+
+
+def pop_td_errors(learner_results: list[dict]) -> np.ndarray | None:
+    """The TD errors (new priorities) of one ``LearnerGroup.update``, popped from its results
+    before they are logged, as RLlib's DQN does; with minibatches RLlib concatenates them in
+    the batch's row order. None when the learner reported none."""
+    td_errors = []
+    for result in learner_results:
+        module_results = result.get(DEFAULT_MODULE_ID, {})
+        if TD_ERROR_KEY in module_results:
+            td_errors.append(convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek()))
+    if not td_errors:
+        return None
+    return np.concatenate([np.asarray(t).reshape(-1) for t in td_errors])

@@ -32,16 +32,15 @@ from ray.rllib.utils.metrics import (
     LEARNER_UPDATE_TIMER,
     NUM_ENV_STEPS_SAMPLED_LIFETIME,
     NUM_ENV_STEPS_TRAINED_LIFETIME,
-    TD_ERROR_KEY,
     TIMERS,
 )
-from ray.rllib.utils.numpy import convert_to_numpy
 
 from sweeps.algorithms.apex.actor import sample_and_store
 from sweeps.algorithms.apex.config import ApexDQNConfig
 from sweeps.algorithms.apex.exploration import apply_runner_epsilon, current_epsilon
 from sweeps.algorithms.apex.metrics import ApexMetricsMixin
 from sweeps.algorithms.apex.replay import ITEM_ID, TREE_IDX, ApexReplayShard
+from sweeps.algorithms.columnar_dqn import pop_td_errors
 from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
@@ -493,18 +492,10 @@ class ApexDQN(ApexMetricsMixin, DQN):
                     NUM_ENV_STEPS_TRAINED_LIFETIME: self._trained + n,
                 },
             )
-        # As in DQN: isolate the TD errors (priorities) from the results. With minibatches
-        # RLlib concatenates them ("item_series"), in the batch's row order.
-        td_errors = []
-        for result in learner_results:
-            module_results = result.get(DEFAULT_MODULE_ID, {})
-            if TD_ERROR_KEY in module_results:
-                td_errors.append(convert_to_numpy(module_results.pop(TD_ERROR_KEY).peek()))
+        td = pop_td_errors(learner_results)
         self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
-        if td_errors:
-            td = np.concatenate([np.asarray(t).reshape(-1) for t in td_errors])
-            if len(td) == n:
-                self._send_priorities(origins, np.split(td, np.cumsum(sizes)[:-1]))
+        if td is not None and len(td) == n:
+            self._send_priorities(origins, np.split(td, np.cumsum(sizes)[:-1]))
         self._trained += n
         self._num_updates += len(batches) if minibatch else 1
         self._num_learner_calls += 1
