@@ -5,8 +5,8 @@ Centre of the space: RLlib's ``tuned_examples/apex_dqn/pong-apex-dqn.yaml`` (Ray
 lr 5e-5, train batch 64, target update every 20k steps, replay 1M, γ 0.99, training intensity 16.
 Replay here is 50k (observations are not compressed on the new stack; one shard per runner, so
 one shard on 2 cores): at 1 replayed step per sampled one, a 200k replay learned far slower on
-Pong than 50k (results/pong/candidates/CURVES.md). Learning rate and target period are DQN's
-Pong ones (lr 1e-4, 500 updates between target syncs; results/pong/candidates/CURVES.md). The
+Pong than 50k. Learning rate and target period are DQN's Pong ones (lr 1e-4, 500 updates
+between target syncs). The probes behind all three: results/pong/candidates/CURVES.md. The
 replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
 learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
 it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
