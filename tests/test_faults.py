@@ -206,7 +206,12 @@ def test_sweep_survives_random_interruptions(tmp_path):
         log_dir=tmp_path / "logs",
         study_file=tmp_path / "exp.journal",
     )
-    logs = "\n".join(Path(s["log"]).read_text()[-2000:] for s in run["segments"])
+    logs = "\n".join(
+        f"--- segment {i}: rc {s['rc']}, fault {s['fault']} ({s['fault_phase']}, at "
+        f"{s['fault_at_s']} s), hung {s['hung']}, run record {s['record_status']!r}, "
+        f"restarted {s.get('restarted_from_scratch', False)}\n{Path(s['log']).read_text()[-3000:]}"
+        for i, s in enumerate(run["segments"], 1)
+    )
     assert run["rc"] == 0, logs
     assert len(run["faults"]) >= 2, run["segments"]  # the last may find the sweep done
     assert all(s["processes_left"] == 0 or s["fault"] for s in run["segments"])

@@ -142,6 +142,7 @@ def _segment(
         "fault_phase": phase,
         "hung": hung,
         "processes_left": left,
+        "record_status": _status(folder),  # the run record's status once the segment ended
         "log": str(log),
     }
 
