@@ -7,7 +7,10 @@ last two frames max-pooled, up to 30 no-ops and FIRE at reset, grayscale, resize
 ``dim x dim`` (42 by default, the small Atari size of RLlib's classic ``[16,4,2],[32,4,2],
 [256,11,1]`` net; 84 is the DeepMind size) and a stack of the last ``framestack`` frames. A
 thin vector wrapper turns its ``(stack, dim, dim)`` uint8 frames into the channels-last
-``(dim, dim, stack)`` float32 in ``[-1, 1]`` that RLlib's CNN encoders take.
+``(dim, dim, stack)`` float32 in ``[-1, 1]`` that RLlib's CNN encoders take, or, with
+``obs_dtype="uint8"``, into channels-last bytes in ``[0, 255]``: a quarter of the memory in
+episodes, replay and transport, for a network that scales them itself (the suite's Atari
+modules do, ``sweeps/algorithms/fast_cnn.py``, to the same float32 values).
 
 * Called with ``num_envs`` in the config (RLlib's env runner does, with
   ``gym_env_vectorize_mode="vector_entry_point"``, see ``sweeps/workloads/pong.py``), it
@@ -40,7 +43,9 @@ PONG_DEFAULTS: dict[str, Any] = {
     "noop_max": 30,  # up to this many no-ops at reset (random start states)
     "repeat_action_probability": 0.0,  # sticky actions off, as RLlib's tuned configs
     "num_threads": 1,  # C++ threads stepping a vector env's games (one per runner CPU)
+    "obs_dtype": "float32",  # "float32": frames in [-1, 1]; "uint8": bytes the network scales
 }
+OBS_DTYPES = ("float32", "uint8")
 # Training returns the reports time (a game is scored -21..21): even, good, and the source articles'
 # bar, where a benchmark stops a trial.
 TARGETS: tuple[float, ...] = (0.0, 10.0, 18.0)
@@ -72,24 +77,37 @@ def validate_pong_config(config: Mapping[str, Any] | None = None) -> dict[str, A
             f"Pong config 'repeat_action_probability' must be in [0, 1], got {probability!r}"
         )
     merged["repeat_action_probability"] = float(probability)
+    if merged["obs_dtype"] not in OBS_DTYPES:
+        raise ValueError(
+            f"Pong config 'obs_dtype' must be one of {', '.join(OBS_DTYPES)}, "
+            f"got {merged['obs_dtype']!r}"
+        )
     return merged
 
 
-class ChannelsLastFloat(gym.vector.VectorObservationWrapper):
-    """``(n, stack, h, w)`` uint8 in [0, 255] -> ``(n, h, w, stack)`` float32 in [-1, 1]."""
+class ChannelsLast(gym.vector.VectorObservationWrapper):
+    """``(n, stack, h, w)`` uint8 in [0, 255] -> ``(n, h, w, stack)`` float32 in [-1, 1], or
+    with ``dtype="uint8"`` the same bytes channels-last."""
 
-    def __init__(self, env: gym.vector.VectorEnv) -> None:
+    def __init__(self, env: gym.vector.VectorEnv, dtype: str = "float32") -> None:
         super().__init__(env)
         stack, height, width = env.single_observation_space.shape
-        self.single_observation_space = gym.spaces.Box(
-            -1.0, 1.0, (height, width, stack), np.float32
+        self._as_bytes = dtype == "uint8"
+        shape = (height, width, stack)
+        self.single_observation_space = (
+            gym.spaces.Box(0, 255, shape, np.uint8)
+            if self._as_bytes
+            else gym.spaces.Box(-1.0, 1.0, shape, np.float32)
         )
         self.observation_space = gym.vector.utils.batch_space(
             self.single_observation_space, env.num_envs
         )
 
     def observations(self, observations: np.ndarray) -> np.ndarray:
-        frames = np.transpose(observations, (0, 2, 3, 1)).astype(np.float32)
+        frames = np.transpose(observations, (0, 2, 3, 1))
+        if self._as_bytes:
+            return np.ascontiguousarray(frames)
+        frames = frames.astype(np.float32)
         return np.multiply(frames, 2.0 / 255.0, out=frames) - 1.0
 
 
@@ -131,7 +149,7 @@ def make_atari(
 
     settings = validate_pong_config({**(config or {}), **kwargs})
     num_envs = settings.get("num_envs")
-    vector_env = ChannelsLastFloat(
+    vector_env = ChannelsLast(
         AtariVectorEnv(
             game,
             num_envs or 1,
@@ -146,7 +164,8 @@ def make_atari(
             reward_clipping=False,
             episodic_life=False,
             use_fire_reset=True,
-        )
+        ),
+        dtype=settings["obs_dtype"],
     )
     return vector_env if num_envs else OneGame(vector_env)
 

@@ -27,6 +27,27 @@ def test_pong_observations_are_stacked_42x42_frames() -> None:
     env.close()
 
 
+def test_byte_frames_are_the_float_frames_unscaled() -> None:
+    """``obs_dtype="uint8"``: the same frames channels-last as bytes, which the suite's Atari
+    modules scale (``fast_cnn.frames_to_unit``) to exactly the env's float32 frames."""
+    import torch
+
+    from sweeps.algorithms.fast_cnn import frames_to_unit
+
+    floats, as_bytes = make_pong(), make_pong(obs_dtype="uint8")
+    assert as_bytes.observation_space == gym.spaces.Box(0, 255, (42, 42, 4), np.uint8)
+    a, _ = floats.reset(seed=2)
+    b, _ = as_bytes.reset(seed=2)
+    for step in range(40):
+        assert b.dtype == np.uint8 and b.flags.c_contiguous and b in as_bytes.observation_space
+        assert np.array_equal(frames_to_unit(torch.from_numpy(b)).numpy(), a), step
+        action = step % 6
+        a, *_ = floats.step(action)
+        b, *_ = as_bytes.step(action)
+    floats.close()
+    as_bytes.close()
+
+
 def test_a_game_is_scored_to_21_unclipped() -> None:
     """A whole game: one side reaches 21; the return is the game's own score."""
     env = make_pong()
@@ -70,6 +91,7 @@ def test_pong_dim_84_through_the_registry() -> None:
         ({"framestack": 0}, "framestack"),
         ({"repeat_action_probability": 2}, "repeat_action_probability"),
         ({"num_envs": 0}, "num_envs"),
+        ({"obs_dtype": "float16"}, "obs_dtype"),
     ],
 )
 def test_bad_pong_config_raises(config: dict, key: str) -> None:
@@ -234,6 +256,51 @@ def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
             if isinstance(a[key], torch.Tensor):
                 assert torch.equal(a[key], b[key]), (forward, key)
     env.close()
+
+
+@pytest.mark.parametrize("algo", ["impala", "appo", "dqn", "apex"])
+def test_the_recipes_ship_byte_frames_their_nets_scale(algo: str) -> None:
+    """Every Pong recipe's env makes uint8 frames (a quarter of the bytes in episodes, replay
+    and transport); its module, target network included, computes from them what it computes
+    from the env's float frames (to float32 rounding: the same inputs, to the bit, may sit in
+    memory in another order, and the convolution then sums in another order)."""
+    import torch
+
+    config = _config(algo)
+    assert validate_pong_config(config.env_config)["obs_dtype"] == "uint8"
+    as_bytes = make_pong(config.env_config)
+    module = config.get_rl_module_spec(env=as_bytes).build()
+    if hasattr(module, "make_target_networks"):  # (as their learners do: DQN, APPO)
+        module.make_target_networks()
+    floats = make_pong()
+
+    def frames(env) -> torch.Tensor:  # three different positions of the game
+        out = []
+        for seed in range(3):
+            env.reset(seed=seed)
+            for t in range(60 + 40 * seed):
+                obs, *_ = env.step(t % 6)
+            out.append(obs)
+        return torch.from_numpy(np.stack(out))
+
+    byte_obs, float_obs = frames(as_bytes), frames(floats)
+    assert not torch.equal(float_obs[0], float_obs[2])
+    assert byte_obs.dtype == torch.uint8
+    with torch.no_grad():
+        for forward in ("forward_inference", "forward_train"):
+            a = getattr(module, forward)({"obs": byte_obs, "new_obs": byte_obs})
+            b = getattr(module, forward)({"obs": float_obs, "new_obs": float_obs})
+            assert a.keys() == b.keys()
+            for key in a:
+                if isinstance(a[key], torch.Tensor):
+                    torch.testing.assert_close(a[key], b[key], msg=f"{forward} {key}")
+        if hasattr(module, "make_target_networks"):  # DQN, Ape-X, APPO: the target net too
+            a, b = (module.forward_target({"obs": obs}) for obs in (byte_obs, float_obs))
+            assert a.keys() == b.keys()
+            for key in a:
+                torch.testing.assert_close(a[key], b[key], msg=f"forward_target {key}")
+    as_bytes.close()
+    floats.close()
 
 
 def test_a_larger_frame_takes_the_64x64_net() -> None:

@@ -90,7 +90,7 @@ class Pong(Workload):
     def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
         from envs.pong import make_pong
 
-        return make_pong(num_envs=num_envs or GAMES_PER_RUNNER)
+        return make_pong(num_envs=num_envs or GAMES_PER_RUNNER, obs_dtype="uint8")
 
     def rules_note(self) -> list[str]:
         return [PONG_RULES, ""]

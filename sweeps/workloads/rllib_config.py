@@ -108,9 +108,13 @@ VALUE_42_FILTERS: list[list[Any]] = [[16, 6, 3, "valid"], [32, 4, 2, "valid"], [
 
 def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
     """The algorithm's default RLModule with ``model`` as its CNN, its padding computed without
-    copies (``sweeps/algorithms/fast_cnn.py``: the same network, the same outputs)."""
+    copies (``sweeps/algorithms/fast_cnn.py``: the same network, the same outputs), and the env's
+    frames as bytes (``obs_dtype="uint8"``, ``envs/pong.py``), which that module scales to the
+    float32 values the env would have made: a quarter of the bytes in episodes, replay and
+    transport. An env config that names its own ``obs_dtype`` keeps it."""
     from sweeps.algorithms.fast_cnn import fused_module_class
 
+    config.environment(env_config={"obs_dtype": "uint8", **(config.env_config or {})})
     return config.rl_module(
         model_config=DefaultModelConfig(**model),
         rl_module_spec=RLModuleSpec(module_class=fused_module_class(config)),

@@ -38,12 +38,10 @@ def initial_priorities(
     if not any(lengths):
         return [np.zeros(0) for _ in episodes]
     obs = np.concatenate(
-        [
-            np.asarray(e.get_observations(), dtype=np.float32)
-            for e, n in zip(episodes, lengths, strict=True)
-            if n
-        ]
+        [np.asarray(e.get_observations()) for e, n in zip(episodes, lengths, strict=True) if n]
     )
+    if obs.dtype != np.uint8:  # byte frames go to the network as they are (it scales them)
+        obs = obs.astype(np.float32, copy=False)
     with torch.no_grad():
         q_all = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
     q_all = q_all.detach().cpu().numpy().astype(np.float64)
