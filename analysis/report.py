@@ -8,7 +8,9 @@ Inputs are experiment folders, parents of experiment folders, or ``runs.csv`` ta
 workload (env + variant): each algorithm's best configuration at the workload's target on its
 primary metric, and one computed sentence naming the winner; the detail, reproducibility and
 an appendix of secondary metrics follow. It is generated, never hand-edited: re-running it on
-the same inputs gives the same file apart from the one "Generated on" line.
+the same inputs gives the same file apart from the one "Generated on" line. Its table of every
+run is ``runs.csv``, or ``runs.csv.gz`` where an input table is gzipped (runs of record kept as
+``*.csv.gz``): the report's copy then takes the same few bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from analysis import (
     tables,
 )
 from analysis.collect import (
+    GZIPPED,
     RUNS_CSV,
     add_inputs,
     gather,
@@ -263,7 +266,8 @@ def _front_matter(
         f"{DATE_PREFIX}{generated_on}.",
         "",
         "Configurations compared: in a benchmark, every seed of one algorithm at one number of "
-        "env runners; in a sweep, its best trial by the final search metric.",
+        "env runners with the same recorded hyperparameters (runs whose recipe differs are "
+        "labelled by what differs); in a sweep, its best trial by the final search metric.",
         "",
     ]
     if reference_note:
@@ -305,7 +309,9 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(
-        parser, "folder to write REPORT.md, runs.csv and the PNG plots into (e.g. results/cabs)"
+        parser,
+        "folder to write REPORT.md, runs.csv (runs.csv.gz where an input table is gzipped) and "
+        "the PNG plots into (e.g. results/cabs)",
     )
     parser.add_argument(
         "--no-references",
@@ -321,7 +327,8 @@ def run(args: argparse.Namespace) -> int:
     check_writable(out)
     collection = gather(args.inputs)
     out.mkdir(parents=True, exist_ok=True)
-    csv_path = out / RUNS_CSV
+    gzipped = any(str(i).endswith(GZIPPED) for i in args.inputs)
+    csv_path = out / (f"{RUNS_CSV}.gz" if gzipped else RUNS_CSV)
     write_runs_csv(collection.runs, csv_path)
     runs = read_runs_csv(csv_path)  # the report reads only the table, exactly as written
     references, note = (None, None) if args.no_references else reference_returns(runs)

@@ -4,8 +4,10 @@ Vocabulary:
 
 * a *trial* is one (experiment, trial_id); its *final* value of a column is its last non-NaN one;
 * a *configuration* is what is compared across algorithms: in a benchmark, every seed of one
-  algorithm at one ``num_env_runners`` (benchmark folders that agree on both are pooled); in a
-  sweep, the single best trial by the final search metric (Tune's ``get_best_result`` rule);
+  algorithm at one ``num_env_runners`` and one set of recorded hyperparameters (benchmark
+  folders that agree on all three are pooled; a recipe that changed between runs is its own
+  configuration, labelled by what changed); in a sweep, the single best trial by the final
+  search metric (Tune's ``get_best_result`` rule);
 * *time to reward*: the first training wall-clock (evaluation excluded) and env-step count at
   which a signal (training return mean, or greedy evaluation return) reaches a target. A seed that
   never does is "not reached within budget": counted and shown, never dropped. Spreads are over
@@ -130,6 +132,54 @@ def config_label(kind: str, algo: str, num_env_runners: float, experiment: str) 
     return f"{algo} · {n} runner{'' if n == 1 else 's'}"
 
 
+RECIPE_LABEL_CHARS = 60  # longer differences name the recipe by its first experiment instead
+
+
+def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
+    """What tells apart benchmark trials of one algorithm at one runner count that ran different
+    hyperparameters (a recipe changed between runs of record): the values that differ, or, where
+    any would make a long label, the first experiment (by name) that ran each recipe. Empty
+    where the trials agree, so seeds of one recipe from several benchmark folders pool."""
+    hp = [c for c in chosen.columns if c.startswith(HP_PREFIX)]
+    suffix = pd.Series("", index=chosen.index, dtype="str")
+    benchmarks = chosen[chosen["kind"] != "sweep"]
+    if not hp or benchmarks.empty:
+        return suffix
+    values = benchmarks[hp].map(lambda v: "—" if _missing(v) else _hp_text(v))
+    for _, group in benchmarks.groupby(["env", "variant", "config"], dropna=False, sort=False):
+        recipes = values.loc[group.index]
+        differ = [c for c in hp if recipes[c].nunique() > 1]
+        if not differ:
+            continue
+        texts = {
+            index: ", ".join(f"{c.removeprefix(HP_PREFIX)} {row[c]}" for c in differ)
+            for index, row in recipes.iterrows()
+        }
+        long = max(len(t) for t in texts.values()) > RECIPE_LABEL_CHARS
+        for index, text in texts.items():
+            if long:
+                same = (recipes[differ] == recipes.loc[index, differ]).all(axis=1)
+                text = "recipe of " + str(group.loc[same[same].index, "experiment"].min())
+            suffix[index] = f" · {text}"
+    return suffix
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _hp_text(value: object) -> str:
+    """A hyperparameter's value as a label shows it: numbers short (1e-4, 0.0005), the rest as
+    recorded (schedules and dicts are JSON text in the table)."""
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        return f"{float(value):g}"
+    return str(value)
+
+
 def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
     """The rows compared across algorithms (benchmarks: every seed; sweeps: the best trial),
     with a ``config`` column naming the configuration."""
@@ -148,6 +198,10 @@ def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
                 strict=True,
             )
         ]
+    )
+    suffixes = _recipe_suffixes(chosen)
+    chosen = chosen.assign(
+        config=[f"{c}{s}" for c, s in zip(chosen["config"], suffixes, strict=True)]
     )
     selected = runs.merge(chosen[TRIAL_KEY + ["config"]], on=TRIAL_KEY, how="inner")
     return selected.sort_values(

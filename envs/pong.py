@@ -46,6 +46,7 @@ PONG_DEFAULTS: dict[str, Any] = {
     "obs_dtype": "float32",  # "float32": frames in [-1, 1]; "uint8": bytes the network scales
 }
 OBS_DTYPES = ("float32", "uint8")
+BYTE_FRAMES = "uint8"  # the suite's runners ship bytes, which its modules scale (fast_cnn.py)
 # Training returns the reports time (a game is scored -21..21): even, good, and the source articles'
 # bar, where a benchmark stops a trial.
 TARGETS: tuple[float, ...] = (0.0, 10.0, 18.0)

@@ -426,6 +426,17 @@ def test_a_csv_gz_table_is_gzipped_deterministic_and_read_like_a_csv(suite_dir, 
     assert len(_table(capsys.readouterr().out)) == 3
 
 
+def test_a_report_of_gzipped_tables_writes_its_table_gzipped(suite_dir, tmp_path):
+    """Runs of record kept as .csv.gz: the report's own table is runs.csv.gz, the same rows."""
+    table = tmp_path / "dqn.csv.gz"
+    assert main(["collect", str(suite_dir / "dqn_bench"), "--out", str(table)]) == 0
+    out = tmp_path / "out"
+    assert main(["report", str(table), "--out", str(out)]) == 0
+    assert not (out / "runs.csv").exists()
+    written = collect.read_runs_csv(out / "runs.csv.gz")
+    pd.testing.assert_frame_equal(written, collect.read_runs_csv(table))
+
+
 def test_a_damaged_table_is_one_clear_error(tmp_path, capsys):
     broken = tmp_path / "cut.csv.gz"
     broken.write_bytes(gzip.compress(b"sweep,kind\n" * 1000)[:40])  # a copy cut short
@@ -448,6 +459,40 @@ def test_select_configurations_uses_every_benchmark_seed_and_the_best_sweep_tria
     }
     best = trials[trials["kind"] == "sweep"].iloc[0]
     assert best["trial_id"] == "abc12_00000"  # final return 97 beats 96 (stopped early)
+
+
+def test_benchmarks_of_different_recipes_are_different_configurations(tmp_path):
+    """Benchmark folders of one algorithm at one runner count pool their seeds only where the
+    recorded hyperparameters agree; a recipe that changed is its own configuration, labelled by
+    the values that differ, or by its first experiment where those would make a long label."""
+    curve = dict(returns=RISING, greedy=RISING)
+    for name, lr in (("dqn_s0", 1e-3), ("dqn_s1", 1e-3), ("dqn_new", 1e-4)):
+        write_experiment(
+            tmp_path / "short", name, [dict(hp={"lr": lr}, **curve)], hyperparameters=["lr"]
+        )
+    runs = collect.gather([str(tmp_path / "short")]).runs
+    trials = tables.select_configurations(runs).drop_duplicates(tables.TRIAL_KEY)
+    assert trials.groupby("config").size().to_dict() == {
+        "dqn · 1 runner · lr 0.001": 2,
+        "dqn · 1 runner · lr 0.0001": 1,
+    }
+    floor = {"entropy_target": [[-15, 0.6], [-5, 0.1]], "entropy_target_by": "return"}
+    for name, extra in (("b_late", floor), ("a_old", {}), ("c", {})):
+        hp = {"lr": 5e-4, "learner_config_dict": extra}
+        write_experiment(
+            tmp_path / "long",
+            name,
+            [dict(hp=hp, **curve)],
+            hyperparameters=["lr", "learner_config_dict"],
+        )
+    trials = tables.select_configurations(
+        collect.gather([str(tmp_path / "long")]).runs
+    ).drop_duplicates(tables.TRIAL_KEY)
+    assert dict(zip(trials["experiment"], trials["config"], strict=True)) == {
+        "a_old": "dqn · 1 runner · recipe of a_old",
+        "b_late": "dqn · 1 runner · recipe of b_late",
+        "c": "dqn · 1 runner · recipe of a_old",
+    }
 
 
 def test_time_to_target_counts_seeds_that_never_reach_it(runs):

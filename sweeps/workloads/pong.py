@@ -88,9 +88,9 @@ class Pong(Workload):
             raise ValueError("--variant: pong has no variants (only the cab env has)")
 
     def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
-        from envs.pong import make_pong
+        from envs.pong import BYTE_FRAMES, make_pong
 
-        return make_pong(num_envs=num_envs or GAMES_PER_RUNNER, obs_dtype="uint8")
+        return make_pong(num_envs=num_envs or GAMES_PER_RUNNER, obs_dtype=BYTE_FRAMES)
 
     def rules_note(self) -> list[str]:
         return [PONG_RULES, ""]

@@ -112,9 +112,10 @@ def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmCon
     frames as bytes (``obs_dtype="uint8"``, ``envs/pong.py``), which that module scales to the
     float32 values the env would have made: a quarter of the bytes in episodes, replay and
     transport. An env config that names its own ``obs_dtype`` keeps it."""
+    from envs.pong import BYTE_FRAMES
     from sweeps.algorithms.fast_cnn import fused_module_class
 
-    config.environment(env_config={"obs_dtype": "uint8", **(config.env_config or {})})
+    config.environment(env_config={"obs_dtype": BYTE_FRAMES, **(config.env_config or {})})
     return config.rl_module(
         model_config=DefaultModelConfig(**model),
         rl_module_spec=RLModuleSpec(module_class=fused_module_class(config)),
