@@ -35,6 +35,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.run_folder import HP_PREFIX
+from sweeps.harness.values import readable
 
 TRIAL_KEY = ["experiment", "trial_id"]
 CONFIG_KEY = ["env", "variant", "config"]
@@ -145,39 +146,19 @@ def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
     benchmarks = chosen[chosen["kind"] != "sweep"]
     if not hp or benchmarks.empty:
         return suffix
-    values = benchmarks[hp].map(lambda v: "—" if _missing(v) else _hp_text(v))
+    values = benchmarks[hp].map(lambda v: "—" if pd.isna(v) else readable(v))
     for _, group in benchmarks.groupby(["env", "variant", "config"], dropna=False, sort=False):
         recipes = values.loc[group.index]
         differ = [c for c in hp if recipes[c].nunique() > 1]
         if not differ:
             continue
-        texts = {
-            index: ", ".join(f"{c.removeprefix(HP_PREFIX)} {row[c]}" for c in differ)
-            for index, row in recipes.iterrows()
-        }
-        long = max(len(t) for t in texts.values()) > RECIPE_LABEL_CHARS
-        for index, text in texts.items():
-            if long:
-                same = (recipes[differ] == recipes.loc[index, differ]).all(axis=1)
-                text = "recipe of " + str(group.loc[same[same].index, "experiment"].min())
-            suffix[index] = f" · {text}"
+        named = recipes[differ].rename(columns=lambda c: c.removeprefix(HP_PREFIX))
+        texts = named.apply(lambda row: ", ".join(f"{k} {v}" for k, v in row.items()), axis=1)
+        if texts.str.len().max() > RECIPE_LABEL_CHARS:
+            first = group["experiment"].groupby(texts).transform("min")
+            texts = "recipe of " + first.astype(str)
+        suffix.loc[texts.index] = " · " + texts
     return suffix
-
-
-def _missing(value: object) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
-def _hp_text(value: object) -> str:
-    """A hyperparameter's value as a label shows it: numbers short (1e-4, 0.0005), the rest as
-    recorded (schedules and dicts are JSON text in the table)."""
-    if isinstance(value, bool | np.bool_):
-        return str(bool(value))
-    if isinstance(value, int | np.integer):
-        return str(int(value))
-    if isinstance(value, float | np.floating):
-        return f"{float(value):g}"
-    return str(value)
 
 
 def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
