@@ -1,7 +1,7 @@
 """Collect Tune experiment folders into one tidy table: one row per trial and training iteration.
 
     python -m analysis collect ray_results/apex_cabs ray_results/dqn_cabs \
-        --out results/cabs/runs.csv
+        --out results/cabs/runs.csv.gz
 
 An experiment folder is ``<storage_path>/<name>/`` with our runner's ``run.json`` and one folder per
 trial (``params.json`` + ``result.json``). A parent folder holding several experiments is accepted
