@@ -36,6 +36,7 @@ from sweeps.algorithms.apex import (
     initial_priorities,
     per_runner_epsilon,
     register,
+    strip_for_replay,
 )
 from sweeps.algorithms.masked_dqn import (
     MaskedDQNTorchRLModule,
@@ -306,6 +307,55 @@ def test_initial_priorities_are_nstep_td_errors():
             terminal = boot == length and episode.is_terminated
             target = ret + (0.0 if terminal else gamma ** (boot - t) * q[boot].max())
             assert p[t] == pytest.approx(abs(q[t, episode.get_actions(t)] - target), rel=1e-5)
+
+
+def test_initial_priorities_from_kept_q_values_match_a_fresh_forward():
+    """Chunks carrying the Q-values of their exploration forward (``QF_PREDS`` in
+    extra_model_outputs, as ``emit_q_values`` makes the runner keep them) get the priorities of
+    one forward over all their frames; replay is shipped the chunks without them."""
+    from ray.rllib.algorithms.dqn import DQNConfig
+    from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
+        DefaultDQNTorchRLModule,
+    )
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+    from sweeps.algorithms.apex.actor import chunk_q_values, kept_q_values
+
+    config = DQNConfig().rl_module(model_config={"fcnet_hiddens": [8]})
+    module = RLModuleSpec(
+        module_class=DefaultDQNTorchRLModule,
+        observation_space=OBS_SPACE,
+        action_space=ACT_SPACE,
+        model_config=config.model_config,
+    ).build()
+
+    def with_kept_q(length: int, terminated: bool, offset: float) -> SingleAgentEpisode:
+        obs = [np.full(3, offset + t, np.float32) for t in range(length + 1)]
+        with torch.no_grad():
+            q = module.compute_q_values({Columns.OBS: torch.from_numpy(np.stack(obs[:-1]))})
+        return SingleAgentEpisode(
+            observations=obs,
+            actions=[t % 4 for t in range(length)],
+            rewards=[float(t + 1) for t in range(length)],
+            extra_model_outputs={QF_PREDS: list(q[QF_PREDS].numpy())},
+            terminated=terminated,
+            observation_space=OBS_SPACE,
+            action_space=ACT_SPACE,
+            len_lookback_buffer=0,
+        ).to_numpy()
+
+    kept = [with_kept_q(5, True, 0.0), with_kept_q(4, False, 20.0)]
+    plain = [make_episode(3, offset=40.0), make_episode(0)]  # no Q kept, and an empty chunk
+    assert kept_q_values(kept[0]).shape == (5, 4) and kept_q_values(plain[0]) is None
+    q = chunk_q_values(module, kept + plain)
+    assert [None if x is None else x.shape for x in q] == [(6, 4), (5, 4), (4, 4), None]
+    n, gamma = 3, 0.9
+    mixed = initial_priorities(module, kept + plain, n, gamma)
+    strip_for_replay(kept)
+    assert all(QF_PREDS not in e.extra_model_outputs for e in kept)
+    fresh = initial_priorities(module, kept + plain, n, gamma)
+    for a, b in zip(mixed, fresh, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 # ================================================================== masked module (pure)

@@ -200,6 +200,37 @@ def test_the_apex_recipe_reads_its_training_return_at_dqns_final_epsilon() -> No
     assert config._dont_auto_sync_env_runner_states is True
 
 
+def test_apex_runners_keep_their_exploration_q_values_for_the_initial_priorities() -> None:
+    """On an Ape-X Pong runner (8 games of byte frames), each step of the sampled chunks
+    carries the Q-values its action was chosen on, so the initial priorities forward only the
+    chunks' last frames; replay gets the chunks without them."""
+    from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+    from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+    from sweeps.algorithms.apex.actor import initial_priorities, keep_q_values, kept_q_values
+    from sweeps.algorithms.apex.exploration import apply_runner_epsilon
+    from sweeps.algorithms.apex.replay import strip_for_replay
+
+    config = _config("apex").env_runners(num_env_runners=0, rollout_fragment_length=20)
+    runner = SingleAgentEnvRunner(config=config, worker_index=1)
+    try:
+        apply_runner_epsilon(runner, 1, 0.4, 7.0, per_game=True)
+        keep_q_values(runner)
+        episodes = runner.sample(num_timesteps=160, random_actions=False)
+        assert sum(len(e) for e in episodes) >= 160
+        for episode in [e for e in episodes if len(e)]:
+            q = kept_q_values(episode)
+            assert q is not None and q.shape == (len(episode), 6)
+        with_kept = initial_priorities(runner.module, episodes, 3, 0.99)
+        strip_for_replay(episodes)
+        assert all(QF_PREDS not in e.extra_model_outputs for e in episodes)
+        fresh = initial_priorities(runner.module, episodes, 3, 0.99)
+        for a, b in zip(with_kept, fresh, strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    finally:
+        runner.stop()
+
+
 def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
     import torch
 
@@ -211,6 +242,83 @@ def test_the_recipe_net_maps_42x42_frames_to_one_256_vector() -> None:
     out = module.forward_inference(batch)
     assert out["action_dist_inputs"].shape == (2, 6)
     env.close()
+
+
+def test_the_dqn_module_explores_epsilon_greedy_without_a_distribution() -> None:
+    """``FusedDQNTorchRLModule._forward_exploration``: the argmax at ε 0, every action about
+    equally often at ε 1, one ε per row (Ape-X's games), and with ``emit_q_values`` the Q-values
+    the actions were chosen on."""
+    import torch
+    from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
+    from ray.rllib.utils.schedules.scheduler import Scheduler
+
+    from sweeps.algorithms.fast_cnn import FusedDQNTorchRLModule
+
+    env = make_pong()
+    module = _config("dqn").get_rl_module_spec(env=env).build()
+    assert isinstance(module, FusedDQNTorchRLModule) and not module.emit_q_values
+    obs = torch.from_numpy(np.stack([env.reset(seed=s)[0] for s in range(8)]))
+    env.close()
+    with torch.no_grad():
+        q = module.compute_q_values({"obs": obs})[QF_PREDS]
+
+    def explore(epsilon) -> dict:
+        module.epsilon_schedule = Scheduler(fixed_value_or_schedule=epsilon, framework="torch")
+        with torch.no_grad():
+            return module.forward_exploration({"obs": obs}, t=0)
+
+    torch.manual_seed(0)
+    assert torch.equal(explore(0.0)["actions"], q.argmax(-1))
+    counts = torch.bincount(
+        torch.cat([explore(1.0)["actions"] for _ in range(300)]), minlength=6
+    ).numpy()
+    assert counts.sum() == 2400 and counts.min() > 300 and counts.max() < 500  # 400 each
+    per_row = torch.tensor([0.0] * 4 + [1.0] * 4)
+    rows = torch.stack([explore(per_row)["actions"] for _ in range(100)])
+    assert (rows[:, :4] == q.argmax(-1)[:4]).all() and len(rows[:, 4:].unique()) == 6
+    assert QF_PREDS not in explore(0.5)
+    module.emit_q_values = True
+    assert torch.equal(explore(0.5)[QF_PREDS], q)
+
+
+def test_the_dqn_module_trains_as_rllibs_without_the_next_frames_backward() -> None:
+    """``FusedDQNTorchRLModule._forward_train`` runs the next frames under no_grad: the outputs
+    RLlib's double-Q forward gives, and the same gradients of a double-Q TD loss."""
+    import torch
+    from ray.rllib.algorithms.dqn.default_dqn_rl_module import (
+        QF_NEXT_PREDS,
+        QF_PREDS,
+        QF_TARGET_NEXT_PREDS,
+    )
+    from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
+        DefaultDQNTorchRLModule,
+    )
+
+    env = make_pong()
+    module = _config("dqn").get_rl_module_spec(env=env).build()
+    module.make_target_networks()
+    frames = [env.reset(seed=0)[0]] + [env.step(a % 6)[0] for a in range(8)]
+    env.close()
+    obs, next_obs = (torch.from_numpy(np.stack(f)) for f in (frames[:-1], frames[1:]))
+    actions = torch.arange(8) % 6
+
+    def loss_and_grads(forward_train) -> tuple[dict, list]:
+        module.zero_grad()
+        out = forward_train(module, {"obs": obs, "new_obs": next_obs})
+        best = out[QF_NEXT_PREDS].argmax(-1, keepdim=True)
+        target = 1.0 + 0.99 * out[QF_TARGET_NEXT_PREDS].gather(-1, best).squeeze(-1)
+        q = out[QF_PREDS].gather(-1, actions[:, None]).squeeze(-1)
+        (q - target.detach()).pow(2).mean().backward()
+        return out, [p.grad.clone() for p in module.parameters() if p.requires_grad]
+
+    ours, our_grads = loss_and_grads(type(module)._forward_train)
+    theirs, their_grads = loss_and_grads(DefaultDQNTorchRLModule._forward_train)
+    assert not ours[QF_NEXT_PREDS].requires_grad and theirs[QF_NEXT_PREDS].requires_grad
+    for key in (QF_PREDS, QF_NEXT_PREDS, QF_TARGET_NEXT_PREDS):
+        torch.testing.assert_close(ours[key], theirs[key], rtol=1e-5, atol=1e-6)
+    assert len(our_grads) == len(their_grads) > 0
+    for a, b in zip(our_grads, their_grads, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
 
 
 @pytest.mark.parametrize("algo", ["impala", "appo", "dqn", "apex"])

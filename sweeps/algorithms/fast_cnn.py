@@ -15,6 +15,20 @@ float32 values the env would have made (``2/255·x − 1``). Replay, episodes an
 between processes then take a quarter of the bytes; float observations pass through untouched.
 As CleanRL's and Stable-Baselines3's Atari networks do, the scaling is the network's.
 
+DQN's module trains without backpropagating through the next frames: with double Q, RLlib's
+``_forward_train`` runs the online net on the frames and the next frames as one batch of 2B
+under autograd, though the next frames' Q-values only pick the bootstrap action (an argmax, no
+gradient); the backward pass then also runs over those B rows, whose gradients are zero. Here
+the next frames go through the online net under ``torch.no_grad``: the same outputs and the same
+gradients, a backward pass over B rows instead of 2B.
+
+DQN's module explores without building a distribution: RLlib's ``_forward_exploration`` makes a
+``Categorical`` to take an argmax and draws its random actions with ``torch.multinomial`` over the
+actions whose Q-value is not 0 (all of them, on Pong); here the argmax and ``torch.randint`` do the
+same, ε per row as RLlib's. With ``emit_q_values`` set (Ape-X's actors) it also returns each step's
+Q-values, which the runner stores with the step (``extra_model_outputs``), so the actor's initial
+priorities need no second forward pass over the frames (``sweeps/algorithms/apex/actor.py``).
+
 ``fused_module_class(config)`` is the module class for an IMPALA, APPO, DQN or Ape-X config;
 ``sweeps/workloads/rllib_config.py`` uses it for the Atari workloads.
 """
@@ -27,8 +41,14 @@ import torch
 from ray.rllib.algorithms.appo.torch.default_appo_torch_rl_module import (
     DefaultAPPOTorchRLModule,
 )
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import (
+    QF_NEXT_PREDS,
+    QF_PREDS,
+    QF_TARGET_NEXT_PREDS,
+)
 from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import DefaultDQNTorchRLModule
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.core.columns import Columns
 from ray.rllib.core.models.torch.primitives import TorchCNN
 from torch import nn
 
@@ -95,7 +115,42 @@ class FusedAPPOTorchRLModule(_FusedCNN, DefaultAPPOTorchRLModule):
 
 
 class FusedDQNTorchRLModule(_FusedCNN, DefaultDQNTorchRLModule):
-    """DQN's (and Ape-X's) default module, with the padding fused."""
+    """DQN's (and Ape-X's) default module, with the padding fused and a lean ε-greedy."""
+
+    #: Return each step's Q-values (``QF_PREDS``) with its action; Ape-X's actors set it.
+    emit_q_values: bool = False
+
+    def _forward_train(self, batch: dict[str, Any]) -> dict[str, Any]:
+        if (
+            self.inference_only
+            or not self.uses_double_q
+            or self.num_atoms > 1
+            or Columns.STATE_IN in batch
+        ):
+            return super()._forward_train(batch)  # (RLlib's, or its error)
+        output = {QF_PREDS: self.compute_q_values({Columns.OBS: batch[Columns.OBS]})[QF_PREDS]}
+        next_obs = {Columns.OBS: batch[Columns.NEXT_OBS]}
+        with torch.no_grad():  # picks the bootstrap action only
+            output[QF_NEXT_PREDS] = self.compute_q_values(next_obs)[QF_PREDS]
+        output[QF_TARGET_NEXT_PREDS] = self.forward_target(next_obs)[QF_PREDS]
+        return output
+
+    def _forward_exploration(self, batch: dict[str, Any], t: int) -> dict[str, Any]:
+        qf_outs = self.compute_q_values(batch)
+        q_values = qf_outs[QF_PREDS]
+        greedy = q_values.argmax(dim=-1)
+        self.epsilon_schedule.update(t)
+        epsilon = self.epsilon_schedule.get_current_value()  # a number, or one per row
+        random_actions = torch.randint(
+            q_values.shape[-1], greedy.shape, device=greedy.device, dtype=greedy.dtype
+        )
+        explore = torch.rand(greedy.shape, device=greedy.device) < epsilon
+        output = {Columns.ACTIONS: torch.where(explore, random_actions, greedy)}
+        if self.emit_q_values:
+            output[QF_PREDS] = q_values
+        if Columns.STATE_OUT in qf_outs:
+            output[Columns.STATE_OUT] = qf_outs[Columns.STATE_OUT]
+        return output
 
 
 _BY_DEFAULT = {

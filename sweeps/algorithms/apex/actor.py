@@ -16,7 +16,7 @@ import ray
 from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
 from ray.rllib.core.columns import Columns
 
-from sweeps.algorithms.apex.exploration import apply_runner_epsilon
+from sweeps.algorithms.apex.exploration import apply_runner_epsilon, default_module
 from sweeps.algorithms.apex.replay import strip_for_replay
 
 logger = logging.getLogger(__name__)
@@ -30,29 +30,17 @@ def initial_priorities(
     Target ``R_t^(m) + γ^m · max_a Q(s_{t+m}, a)`` with ``m = min(n, steps left in the chunk)``
     and no bootstrap past a terminal. An unfinished chunk's last steps bootstrap from its last
     observation (the learner later uses the full n-step window): a cheap initial estimate, as
-    Ape-X's actors compute it with their own (slightly stale) network.
+    Ape-X's actors compute it with their own (slightly stale) network. The Q-values come from
+    :func:`chunk_q_values`.
     """
-    import torch
-
     lengths = [len(e) for e in episodes]
     if not any(lengths):
         return [np.zeros(0) for _ in episodes]
-    obs = np.concatenate(
-        [np.asarray(e.get_observations()) for e, n in zip(episodes, lengths, strict=True) if n]
-    )
-    if obs.dtype != np.uint8:  # byte frames go to the network as they are (it scales them)
-        obs = obs.astype(np.float32, copy=False)
-    with torch.no_grad():
-        q_all = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
-    q_all = q_all.detach().cpu().numpy().astype(np.float64)
-
-    out, offset = [], 0
-    for episode, length in zip(episodes, lengths, strict=True):
+    out = []
+    for episode, length, q in zip(episodes, lengths, chunk_q_values(module, episodes), strict=True):
         if not length:
             out.append(np.zeros(0))
             continue
-        q = q_all[offset : offset + length + 1]
-        offset += length + 1
         actions = np.asarray(episode.get_actions()).astype(np.int64).reshape(length)
         rewards = np.asarray(episode.get_rewards(), dtype=np.float64).reshape(length)
         padded = np.concatenate([rewards, np.zeros(n_step)])
@@ -63,6 +51,59 @@ def initial_priorities(
         target = returns + gamma ** (boot - t) * not_done * q[boot].max(axis=-1)
         out.append(np.abs(q[t, actions] - target))
     return out
+
+
+def kept_q_values(episode: Any) -> np.ndarray | None:
+    """The Q-values the runner's exploration forward returned for each step of ``episode``
+    (``QF_PREDS`` in its ``extra_model_outputs``, with ``emit_q_values``), or None where the
+    chunk does not carry one per step."""
+    if not len(episode) or QF_PREDS not in episode.extra_model_outputs:
+        return None
+    q = np.asarray(episode.get_extra_model_outputs(QF_PREDS), dtype=np.float64)
+    return q if q.ndim == 2 and q.shape[0] == len(episode) else None
+
+
+def chunk_q_values(module: Any, episodes: Sequence[Any]) -> list[np.ndarray | None]:
+    """Q(s_t, ·) for t = 0..L of every chunk of L steps (None for an empty chunk). Steps whose
+    Q-values the runner kept (:func:`kept_q_values`) need only the chunk's last observation;
+    the others all of theirs. One forward pass, under ``torch.no_grad``, for all chunks."""
+    import torch
+
+    kept = [kept_q_values(e) for e in episodes]
+    frames = [
+        np.asarray(e.get_observations(-1))[None]
+        if q is not None
+        else np.asarray(e.get_observations())
+        for e, q in zip(episodes, kept, strict=True)
+        if len(e)
+    ]
+    obs = np.concatenate(frames)
+    if obs.dtype != np.uint8:  # byte frames go to the network as they are (it scales them)
+        obs = obs.astype(np.float32, copy=False)
+    with torch.no_grad():
+        q_new = module.compute_q_values({Columns.OBS: torch.from_numpy(obs)})[QF_PREDS]
+    q_new = q_new.detach().cpu().numpy().astype(np.float64)
+
+    out: list[np.ndarray | None] = []
+    offset = 0
+    for episode, q in zip(episodes, kept, strict=True):
+        if not len(episode):
+            out.append(None)
+        elif q is not None:
+            out.append(np.concatenate([q, q_new[offset : offset + 1]]))
+            offset += 1
+        else:
+            out.append(q_new[offset : offset + len(episode) + 1])
+            offset += len(episode) + 1
+    return out
+
+
+def keep_q_values(env_runner: Any, keep: bool = True) -> None:
+    """Have the runner's DQN module return its Q-values with each action (where it can:
+    ``sweeps.algorithms.fast_cnn.FusedDQNTorchRLModule``), for :func:`initial_priorities`."""
+    module = default_module(env_runner)
+    if hasattr(module, "emit_q_values"):
+        module.emit_q_values = keep
 
 
 def sample_and_store(
@@ -90,6 +131,7 @@ def sample_and_store(
     epsilon = apply_runner_epsilon(
         env_runner, num_runners, epsilon_base, epsilon_alpha, epsilon_per_game
     )
+    keep_q_values(env_runner, compute_priorities)
     episodes = env_runner.sample()
     t1 = time.perf_counter()
     priorities = None

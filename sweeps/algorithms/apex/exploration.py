@@ -70,7 +70,7 @@ def apply_runner_epsilon(
     return float(sum(epsilon) / len(epsilon)) if isinstance(epsilon, tuple) else epsilon
 
 
-def _default_module(env_runner: Any) -> Any:
+def default_module(env_runner: Any) -> Any:
     """The runner's (single-agent) module, out of its MultiRLModule where it has one."""
     module = env_runner.module
     return module[DEFAULT_MODULE_ID] if isinstance(module, MultiRLModule) else module
@@ -79,7 +79,7 @@ def _default_module(env_runner: Any) -> Any:
 def game_epsilon(env_runner: Any, env_index: int) -> float | None:
     """The fixed Ape-X ε game ``env_index`` of the runner plays at (runner-side), or None where
     the runner's module has not been given one (not an Ape-X training runner)."""
-    epsilon = getattr(_default_module(env_runner), "_apex_epsilon", None)
+    epsilon = getattr(default_module(env_runner), "_apex_epsilon", None)
     if isinstance(epsilon, tuple):
         return float(epsilon[env_index]) if 0 <= env_index < len(epsilon) else None
     return None if epsilon is None else float(epsilon)
@@ -88,5 +88,5 @@ def game_epsilon(env_runner: Any, env_index: int) -> float | None:
 def current_epsilon(env_runner: Any) -> float:
     """The ε the runner's module explores with right now, the mean over its games where each
     has its own (runner-side, for tests/metrics)."""
-    value = _default_module(env_runner).epsilon_schedule.get_current_value()
+    value = default_module(env_runner).epsilon_schedule.get_current_value()
     return float(value.float().mean()) if hasattr(value, "float") else float(value)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from ray.rllib.algorithms.dqn.default_dqn_rl_module import QF_PREDS
 
 from sweeps.algorithms.columnar_replay import (
     ITEM_ID,
@@ -26,11 +27,13 @@ __all__ = ["ITEM_ID", "TREE_IDX", "ApexEpisodeReplayBuffer", "ApexReplayShard", 
 
 def strip_for_replay(episodes: Sequence[Any]) -> None:
     """Drop what replay never reads from episode chunks, in place, before they are shipped:
-    the per-step ``infos`` (dicts; most of the pickling and of the buffer's deep copy) and
-    the spaces (their RNGs are deep-copied too). Lengths are kept, so chunks still concatenate.
+    the per-step ``infos`` (dicts; most of the pickling and of the buffer's deep copy), the
+    Q-values the actor kept for its initial priorities (``QF_PREDS``) and the spaces (their RNGs
+    are deep-copied too). Lengths are kept, so chunks still concatenate.
     """
     empty: dict = {}
     for episode in episodes:
+        episode.extra_model_outputs.pop(QF_PREDS, None)
         infos = episode.infos
         if isinstance(infos.data, list):
             infos.data = [empty] * len(infos.data)
