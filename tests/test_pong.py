@@ -281,9 +281,13 @@ def test_the_dqn_module_explores_epsilon_greedy_without_a_distribution() -> None
     assert torch.equal(explore(0.5)[QF_PREDS], q)
 
 
-def test_the_dqn_module_trains_as_rllibs_without_the_next_frames_backward() -> None:
+@pytest.mark.parametrize("byte_frames", [False, True])
+def test_the_dqn_module_trains_as_rllibs_without_the_next_frames_backward(
+    byte_frames: bool,
+) -> None:
     """``FusedDQNTorchRLModule._forward_train`` runs the next frames under no_grad: the outputs
-    RLlib's double-Q forward gives, and the same gradients of a double-Q TD loss."""
+    RLlib's double-Q forward gives, and the same gradients of a double-Q TD loss, on float and
+    on byte frames."""
     import torch
     from ray.rllib.algorithms.dqn.default_dqn_rl_module import (
         QF_NEXT_PREDS,
@@ -299,6 +303,8 @@ def test_the_dqn_module_trains_as_rllibs_without_the_next_frames_backward() -> N
     module.make_target_networks()
     frames = [env.reset(seed=0)[0]] + [env.step(a % 6)[0] for a in range(8)]
     env.close()
+    if byte_frames:
+        frames = [np.rint((f + 1.0) * 127.5).astype(np.uint8) for f in frames]
     obs, next_obs = (torch.from_numpy(np.stack(f)) for f in (frames[:-1], frames[1:]))
     actions = torch.arange(8) % 6
 

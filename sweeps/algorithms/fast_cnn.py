@@ -20,7 +20,8 @@ DQN's module trains without backpropagating through the next frames: with double
 under autograd, though the next frames' Q-values only pick the bootstrap action (an argmax, no
 gradient); the backward pass then also runs over those B rows, whose gradients are zero. Here
 the next frames go through the online net under ``torch.no_grad``: the same outputs and the same
-gradients, a backward pass over B rows instead of 2B.
+gradients, a backward pass over B rows instead of 2B; byte next frames are scaled once for the
+online and the target net.
 
 DQN's module explores without building a distribution: RLlib's ``_forward_exploration`` makes a
 ``Categorical`` to take an argmax and draws its random actions with ``torch.multinomial`` over the
@@ -129,7 +130,10 @@ class FusedDQNTorchRLModule(_FusedCNN, DefaultDQNTorchRLModule):
         ):
             return super()._forward_train(batch)  # (RLlib's, or its error)
         output = {QF_PREDS: self.compute_q_values({Columns.OBS: batch[Columns.OBS]})[QF_PREDS]}
-        next_obs = {Columns.OBS: batch[Columns.NEXT_OBS]}
+        next_frames = batch[Columns.NEXT_OBS]
+        if isinstance(next_frames, torch.Tensor) and next_frames.dtype == torch.uint8:
+            next_frames = frames_to_unit(next_frames)  # once for both nets
+        next_obs = {Columns.OBS: next_frames}
         with torch.no_grad():  # picks the bootstrap action only
             output[QF_NEXT_PREDS] = self.compute_q_values(next_obs)[QF_PREDS]
         output[QF_TARGET_NEXT_PREDS] = self.forward_target(next_obs)[QF_PREDS]
