@@ -36,9 +36,10 @@ How data flows
   every runner (``EnvRunnerGroup.foreach_env_runner_async``, IMPALA's pattern), so runners
   never wait for the learner. Inside the request a runner samples
   ``rollout_fragment_length × num_envs_per_env_runner`` steps, computes the initial priority
-  of every transition with its local network (|n-step TD error|, :func:`initial_priorities`),
-  and sends episodes + priorities straight to its replay shard (runner i → shard i % S; at
-  most one shard per runner is built) with a
+  of every transition with its local network (|n-step TD error|, :func:`initial_priorities`,
+  from the Q-values its exploration computed where the module keeps them: Pong's), and sends
+  episodes + priorities straight to its replay shard (runner i → shard i % S; at most one
+  shard per runner is built) with a
   fire-and-forget actor call (at most one add in flight per runner: back-pressure). Only counts
   and the runner's metrics go back to the driver.
 * Replay = S :class:`ApexReplayShard` Ray actors (``num_cpus=replay_shard_num_cpus``, default
