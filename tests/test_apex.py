@@ -280,7 +280,8 @@ def test_buffer_survives_a_gap_between_chunks():
     assert (batch[Columns.NEXT_OBS][:, 0] - starts == batch["n_step"]).all()
 
 
-def test_initial_priorities_are_nstep_td_errors():
+def _small_dqn_module():
+    """RLlib's DQN module on the test spaces (one hidden layer of 8)."""
     from ray.rllib.algorithms.dqn import DQNConfig
     from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
         DefaultDQNTorchRLModule,
@@ -288,12 +289,16 @@ def test_initial_priorities_are_nstep_td_errors():
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     config = DQNConfig().rl_module(model_config={"fcnet_hiddens": [8]})
-    module = RLModuleSpec(
+    return RLModuleSpec(
         module_class=DefaultDQNTorchRLModule,
         observation_space=OBS_SPACE,
         action_space=ACT_SPACE,
         model_config=config.model_config,
     ).build()
+
+
+def test_initial_priorities_are_nstep_td_errors():
+    module = _small_dqn_module()
     done, running = make_episode(4), make_episode(3, terminated=False, offset=10)
     gamma, n = 0.9, 2
     prios = initial_priorities(module, [done, running], n, gamma)
@@ -313,21 +318,9 @@ def test_initial_priorities_from_kept_q_values_match_a_fresh_forward():
     """Chunks carrying the Q-values of their exploration forward (``QF_PREDS`` in
     extra_model_outputs, as ``emit_q_values`` makes the runner keep them) get the priorities of
     one forward over all their frames; replay is shipped the chunks without them."""
-    from ray.rllib.algorithms.dqn import DQNConfig
-    from ray.rllib.algorithms.dqn.torch.default_dqn_torch_rl_module import (
-        DefaultDQNTorchRLModule,
-    )
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
     from sweeps.algorithms.apex.actor import chunk_q_values, kept_q_values
 
-    config = DQNConfig().rl_module(model_config={"fcnet_hiddens": [8]})
-    module = RLModuleSpec(
-        module_class=DefaultDQNTorchRLModule,
-        observation_space=OBS_SPACE,
-        action_space=ACT_SPACE,
-        model_config=config.model_config,
-    ).build()
+    module = _small_dqn_module()
 
     def with_kept_q(length: int, terminated: bool, offset: float) -> SingleAgentEpisode:
         obs = [np.full(3, offset + t, np.float32) for t in range(length + 1)]
