@@ -1,4 +1,4 @@
-"""RLlib's default RLModules with the same CNN, computed with fewer copies.
+"""RLlib's default RLModules with the same CNN, computed with fewer copies; DQN's with less work.
 
 RLlib 2.60's ``TorchCNN`` writes TF-style "same" padding as an ``nn.ZeroPad2d`` layer before each
 ``nn.Conv2d`` and its activations out of place. On the CPU that padding is a full copy of the
