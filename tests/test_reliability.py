@@ -524,3 +524,62 @@ def test_resumed_trial_keeps_its_clock_and_training_budget(tmp_path, ray_session
     # Tune's clock (restored from the same checkpoint) counts the same iterations: the trial
     # trained for its budget and one iteration more at most, not a budget after the restore.
     assert last["time_total_s"] < budget_s + 2.0, last["time_total_s"]
+
+
+@pytest.mark.slow
+def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_path, ray_session):
+    """Tune deletes older checkpoints (num_to_keep) a moment before it saves the experiment
+    state naming the new one; a driver SIGKILLed in between left a state naming a deleted
+    checkpoint, and the resumed trial failed its restore on every retry (CI, test_faults). Made
+    here for certain: after the SIGKILL every checkpoint the state can name is deleted and the
+    newest one is found under the next index. The resume goes on from it, clock included."""
+    import shutil
+
+    from sweeps.harness.recovery import CHECKPOINT_METRICS_FILE
+
+    address = ray_session.get_runtime_context().gcs_address
+    experiment = tmp_path / "exp"
+    argv = [
+        *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
+        *("--stop-timesteps", "8000", "--eval-interval", "0", "--checkpoint-freq", "1"),
+        *("--progress-interval-s", "600", "--address", address),
+    ]
+    procs = []
+    try:
+        log1 = tmp_path / "1.log"
+        procs.append(proc := _start(argv, log1))
+
+        def two_checkpoints() -> bool:
+            found = [p for t in _trials(experiment) for p in t.glob("checkpoint_*")]
+            return sum((p / CHECKPOINT_METRICS_FILE).exists() for p in found) >= 2
+
+        _wait_for(two_checkpoints, proc, log1)
+        _kill_group(proc)
+        (trial,) = _trials(experiment)
+        checkpoints = sorted(trial.glob("checkpoint_*"))
+        kept = max(p for p in checkpoints if (p / CHECKPOINT_METRICS_FILE).exists())
+        kept_iteration = json.loads((kept / CHECKPOINT_METRICS_FILE).read_text())[
+            "training_iteration"
+        ]
+        newer = trial / f"checkpoint_{int(checkpoints[-1].name.split('_')[1]) + 1:06d}"
+        shutil.copytree(kept, newer)
+        for p in checkpoints:
+            shutil.rmtree(p)
+
+        log2 = tmp_path / "2.log"
+        procs.append(proc := _start(["--resume", str(experiment), "--address", address], log2))
+        assert proc.wait(timeout=240) == 0, log2.read_text()[-3000:]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                _kill_group(p)
+
+    out = log2.read_text()
+    assert f"restarts from {newer.name} (iteration {kept_iteration})" in out, out[-3000:]
+    rows = _rows(trial)
+    iterations = [r["training_iteration"] for r in rows]
+    assert iterations == list(range(1, len(rows) + 1)), iterations  # trimmed to it, none twice
+    assert keys.get(rows[-1], keys.ENV_STEPS) >= 8000
+    _assert_clock_goes_on(rows)
+    failures = experiment / "failures.jsonl"
+    assert not failures.exists() or not failures.read_text().strip(), failures.read_text()

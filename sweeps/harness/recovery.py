@@ -2,8 +2,9 @@
 (``InterruptWatch``, ``INTERRUPTED``), every trial failure appended to ``failures.jsonl``
 (``FailureLog``, ``read_failures``), how often Tune saves its experiment state, the run record
 of a resumed sweep (``resumed_record``), a trial's result files trimmed to its checkpoint when it
-restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), and the Optuna trials a killed
-driver left RUNNING (``close_stale_study_trials``).
+restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial pointed at a newer
+checkpoint when the one the saved state names is gone (``CheckpointGuard``), and the Optuna trials
+a killed driver left RUNNING (``close_stale_study_trials``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ import datetime as dt
 import json
 import signal
 import threading
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+import pyarrow.fs as pafs
 from ray.air.constants import EXPR_PROGRESS_FILE, EXPR_RESULT_FILE
+from ray.train._internal.session import _TrainingResult
+from ray.tune import Checkpoint
 from ray.tune.callback import Callback
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 
@@ -133,6 +137,113 @@ def resumed_record(record_path: str, args) -> RunRecord:
     record.resumes = [*(record.resumes or []), resume]
     record.status, record.ended_at = "running", None
     return record
+
+
+# ------------------------------------------------------------------------------------------------
+# A checkpoint deleted after the last saved experiment state: the trial restarts from a newer one
+# ------------------------------------------------------------------------------------------------
+
+# Beside each checkpoint's files: the metrics Tune restores a trial's counters from (its
+# iteration, clock, env steps), which Tune itself keeps only in the experiment state.
+CHECKPOINT_METRICS_FILE = "sweep_checkpoint_metrics.json"
+_RESTORED_METRICS = ("training_iteration", "time_total_s", "timesteps_total", "episodes_total")
+
+
+class CheckpointGuard(Callback):
+    """A trial never restarts from a checkpoint that is gone.
+
+    Tune deletes a trial's older checkpoints (``num_to_keep``) as soon as a newer one is
+    registered, and saves the experiment state that names the latest one a moment later (every
+    ``EXPERIMENT_STATE_PERIOD_S``, or forced after ``num_to_keep`` checkpoints). A driver killed
+    in between (SIGKILL, a lost node) leaves a saved state naming a deleted checkpoint; on
+    ``--resume`` the trial then failed its restore on every retry ("Could not recover from
+    checkpoint as it does not exist on storage anymore") and the sweep ended in error. Here
+    each checkpoint gets its metrics written beside it (``on_checkpoint``), and a pending trial
+    whose checkpoint is gone is pointed, before it starts, at the newest one in its folder that
+    has them: it goes on from there, its clock and counters restored. With none, it starts over.
+    Reads Ray 2.60.0's ``_CheckpointManager`` and ``StorageContext`` (``ray/train/_internal``).
+    """
+
+    def __init__(self) -> None:
+        self._checked: set[tuple[str, str]] = set()
+
+    def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
+        result = trial.last_result or {}
+        metrics = {k: result[k] for k in _RESTORED_METRICS if result.get(k) is not None}
+        try:
+            with checkpoint.filesystem.open_output_stream(
+                f"{checkpoint.path}/{CHECKPOINT_METRICS_FILE}"
+            ) as f:
+                f.write(json.dumps(metrics).encode())
+        except OSError:  # the checkpoint stands without it; only a repair would miss it
+            pass
+
+    def on_step_begin(self, iteration, trials, **info):
+        for trial in trials:
+            if trial.status == "PENDING":
+                self._repair(trial)
+
+    def _repair(self, trial: Any) -> None:
+        latest = trial.latest_checkpoint_result
+        if latest is None or latest.checkpoint is None:
+            return
+        checkpoint = latest.checkpoint
+        key = (trial.trial_id, checkpoint.path)
+        if key in self._checked:
+            return
+        self._checked.add(key)
+        fs = checkpoint.filesystem
+        if fs.get_file_info(checkpoint.path).type != pafs.FileType.NotFound:
+            return
+        manager = trial.run_metadata.checkpoint_manager
+        found = newest_checkpoint(fs, str(PurePosixPath(checkpoint.path).parent))
+        gone = PurePosixPath(checkpoint.path).name
+        if found is None:
+            manager._latest_checkpoint_result = None
+            manager._checkpoint_results = []
+            print(
+                f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone and no newer "
+                "one has its metrics: it starts over",
+                flush=True,
+            )
+            return
+        path, index, metrics = found
+        restored = _TrainingResult(checkpoint=Checkpoint(path, filesystem=fs), metrics=metrics)
+        manager._latest_checkpoint_result = restored
+        manager._checkpoint_results = [restored]
+        trial.storage.current_checkpoint_index = index  # its next checkpoint: index + 1
+        self._checked.add((trial.trial_id, path))
+        print(
+            f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (deleted after "
+            f"the last saved experiment state); it restarts from {PurePosixPath(path).name} "
+            f"(iteration {metrics.get('training_iteration', '?')})",
+            flush=True,
+        )
+
+
+def newest_checkpoint(fs: Any, trial_dir: str) -> tuple[str, int, dict[str, Any]] | None:
+    """The newest ``checkpoint_NNNNNN`` folder in ``trial_dir`` whose metrics file is readable:
+    (path, index, metrics); None without one."""
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(trial_dir))
+    except OSError:
+        return None
+    found = []
+    for info in infos:
+        name = PurePosixPath(info.path).name
+        if info.type == pafs.FileType.Directory and name.startswith("checkpoint_"):
+            suffix = name.removeprefix("checkpoint_")
+            if suffix.isdigit():
+                found.append((int(suffix), info.path))
+    for index, path in sorted(found, reverse=True):
+        try:
+            with fs.open_input_stream(f"{path}/{CHECKPOINT_METRICS_FILE}") as f:
+                metrics = json.loads(f.read())
+        except (OSError, ValueError):
+            continue
+        if isinstance(metrics, dict) and "training_iteration" in metrics:
+            return path, index, metrics
+    return None
 
 
 # ------------------------------------------------------------------------------------------------

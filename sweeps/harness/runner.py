@@ -322,8 +322,8 @@ def _callbacks(
     stop: dict[str, float | None],
     record: RunRecord,
 ) -> list[Any]:
-    """TensorBoard HParams, the progress line, the failure log and interrupt watch, and Tune's
-    result loggers trimmed to a trial's checkpoint."""
+    """TensorBoard HParams, the progress line, the failure log, interrupt watch and checkpoint
+    guard, and Tune's result loggers trimmed to a trial's checkpoint."""
     from sweeps.harness.reporting import (
         HParamsLoggerCallback,
         ProgressCallback,
@@ -348,6 +348,9 @@ def _callbacks(
         ),
         recovery.FailureLog(),
         recovery.InterruptWatch(),
+        # A resumed trial whose checkpoint Tune deleted after the last saved state goes on
+        # from a newer one (before the loggers below trim its rows to it).
+        recovery.CheckpointGuard(),
         # Tune's result.json / progress.csv loggers, trimmed to the checkpoint a trial
         # restarts from: no (trial, iteration) row written twice.
         recovery.ResultJsonLogger(),
