@@ -7,6 +7,7 @@ steps = 2 iterations) and share the session's Ray instance (subprocesses join it
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -411,6 +412,19 @@ def _kill_group(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     proc.wait(timeout=60)
 
 
+@contextlib.contextmanager
+def _sweep_processes():
+    """The sweep processes a test starts (append them): any still running at the end, the test
+    failed or not, is killed with its process group."""
+    procs: list[subprocess.Popen] = []
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                _kill_group(proc)
+
+
 @pytest.mark.slow
 def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
     address = ray_session.get_runtime_context().gcs_address
@@ -420,8 +434,7 @@ def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
         *("--max-concurrent-trials", "1", "--stop-timesteps", str(STOP), "--eval-episodes", "1"),
         *("--checkpoint-freq", "1", "--progress-interval-s", "600", "--address", address),
     ]
-    procs = []
-    try:
+    with _sweep_processes() as procs:
         # 1. Start; SIGKILL the driver once a trial finished (its results complete and Tune's
         # saved state says so) and the next one started.
         log1 = tmp_path / "1.log"
@@ -464,10 +477,6 @@ def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
         log3 = tmp_path / "3.log"
         procs.append(proc := _start([*match.group(1).split()[2:], "--address", address], log3))
         assert proc.wait(timeout=240) == 0, log3.read_text()[-3000:]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                _kill_group(p)
 
     record = _record(experiment)
     assert record["status"] == "finished"
@@ -492,8 +501,7 @@ def test_resumed_trial_keeps_its_clock_and_training_budget(tmp_path, ray_session
         *("--iteration-s", "0.5", "--eval-interval", "0", "--checkpoint-freq", "1"),
         *("--progress-interval-s", "600", "--address", address),
     ]
-    procs = []
-    try:
+    with _sweep_processes() as procs:
         log1 = tmp_path / "1.log"
         procs.append(proc := _start(argv, log1))
 
@@ -511,10 +519,6 @@ def test_resumed_trial_keeps_its_clock_and_training_budget(tmp_path, ray_session
         log2 = tmp_path / "2.log"
         procs.append(proc := _start(["--resume", str(experiment), "--address", address], log2))
         assert proc.wait(timeout=240) == 0, log2.read_text()[-3000:]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                _kill_group(p)
 
     rows = _rows(trial)
     assert len(rows) > len(before) or rows[-1] != before[-1]  # it trained after the resume
@@ -544,8 +548,7 @@ def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_pat
         *("--stop-timesteps", "8000", "--eval-interval", "0", "--checkpoint-freq", "1"),
         *("--progress-interval-s", "600", "--address", address),
     ]
-    procs = []
-    try:
+    with _sweep_processes() as procs:
         log1 = tmp_path / "1.log"
         procs.append(proc := _start(argv, log1))
 
@@ -569,10 +572,6 @@ def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_pat
         log2 = tmp_path / "2.log"
         procs.append(proc := _start(["--resume", str(experiment), "--address", address], log2))
         assert proc.wait(timeout=240) == 0, log2.read_text()[-3000:]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                _kill_group(p)
 
     out = log2.read_text()
     assert f"restarts from {newer.name} (iteration {kept_iteration})" in out, out[-3000:]
