@@ -23,6 +23,7 @@ from ray.train._internal.session import _TrainingResult
 from ray.tune import Checkpoint
 from ray.tune.callback import Callback
 from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
+from ray.tune.result import EPISODES_TOTAL, TIME_TOTAL_S, TIMESTEPS_TOTAL, TRAINING_ITERATION
 
 from sweeps.harness import storage
 from sweeps.harness.errors import error_line
@@ -146,7 +147,7 @@ def resumed_record(record_path: str, args) -> RunRecord:
 # Beside each checkpoint's files: the metrics Tune restores a trial's counters from (its
 # iteration, clock, env steps), which Tune itself keeps only in the experiment state.
 CHECKPOINT_METRICS_FILE = "sweep_checkpoint_metrics.json"
-_RESTORED_METRICS = ("training_iteration", "time_total_s", "timesteps_total", "episodes_total")
+_RESTORED_METRICS = (TRAINING_ITERATION, TIME_TOTAL_S, TIMESTEPS_TOTAL, EPISODES_TOTAL)
 
 
 class CheckpointGuard(Callback):
@@ -216,7 +217,7 @@ class CheckpointGuard(Callback):
         print(
             f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (deleted after "
             f"the last saved experiment state); it restarts from {PurePosixPath(path).name} "
-            f"(iteration {metrics.get('training_iteration', '?')})",
+            f"(iteration {metrics[TRAINING_ITERATION]})",
             flush=True,
         )
 
@@ -241,7 +242,7 @@ def newest_checkpoint(fs: Any, trial_dir: str) -> tuple[str, int, dict[str, Any]
                 metrics = json.loads(f.read())
         except (OSError, ValueError):
             continue
-        if isinstance(metrics, dict) and "training_iteration" in metrics:
+        if isinstance(metrics, dict) and TRAINING_ITERATION in metrics:
             return path, index, metrics
     return None
 
