@@ -60,12 +60,14 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
 
 
 def sample_params(trial: Any) -> dict[str, Any]:
-    """The V-trace family's Pong space (with the entropy floor) plus APPO's clip and
-    target-network period."""
+    """The V-trace family's Pong space (with the entropy floor) plus APPO's clip,
+    target-network period and V-trace's λ (PPO's Atari recipes take 0.95;
+    sweeps/algorithms/appo_loss.py)."""
     return {
         **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
+        "lambda": trial.suggest_categorical("hp/lambda", [0.9, 0.95, 1.0]),  # config.lambda_
     }
 
 

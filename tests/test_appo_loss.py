@@ -1,5 +1,6 @@
-"""APPO's loss with standardised advantages (sweeps/algorithms/appo_loss.py): the copy of RLlib's
-loss is RLlib's loss, and the added line standardises over the loss-masked steps only."""
+"""APPO's loss options (sweeps/algorithms/appo_loss.py): the copy of RLlib's loss is RLlib's loss,
+the added line standardises over the loss-masked steps only, and V-trace's λ is RLlib's V-trace at
+1 and GAE on-policy."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import gymnasium as gym
 import pytest
 import torch
 
-from sweeps.algorithms.appo_loss import appo_loss, check_standardize, standardize
+from sweeps.algorithms.appo_loss import (
+    appo_loss,
+    check_lambda,
+    check_standardize,
+    standardize,
+    vtrace,
+)
 
 FRAGMENT = 5
 ROWS = 4  # fragments per batch
@@ -88,13 +95,15 @@ def cartpole_learner():
     return learner, config, batch
 
 
-def _loss(learner, config, batch, fn, **learner_config):
+def _loss(learner, config, batch, fn, lambda_=1.0, **learner_config):
     """``fn``'s loss (and the policy loss it logged) with ``learner_config`` as the
-    learner settings."""
+    learner settings and ``lambda_`` as the config's."""
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
 
-    config = config.copy(copy_frozen=False).training(learner_config_dict=learner_config)
+    config = config.copy(copy_frozen=False).training(
+        learner_config_dict=learner_config, lambda_=lambda_
+    )
     fwd_out = learner.module[DEFAULT_MODULE_ID].forward_train(batch)
     loss = fn(module_id=DEFAULT_MODULE_ID, config=config, batch=batch, fwd_out=fwd_out)
     logged = learner.metrics.peek((DEFAULT_MODULE_ID, POLICY_LOSS_KEY))
@@ -127,3 +136,81 @@ def test_standardised_on_policy_advantages_give_a_policy_loss_of_0(cartpole_lear
     assert abs(off) > 1e-3
     assert on == pytest.approx(0.0, abs=1e-5)
     assert math.isfinite(total)
+
+
+def _vtrace_inputs(on_policy: bool):
+    """Time-major inputs of 6 steps x 3 fragments: random rewards and values, a terminal step
+    (discount 0) in one fragment, and behaviour log-probs equal to the target's or not."""
+    gen = torch.Generator().manual_seed(1)
+    t, b = 6, 3
+    target = -torch.rand(t, b, generator=gen)
+    behaviour = target if on_policy else target + 0.5 * torch.randn(t, b, generator=gen)
+    discounts = torch.full((t, b), 0.99)
+    discounts[2, 1] = 0.0
+    return {
+        "target_action_log_probs": target,
+        "behaviour_action_log_probs": behaviour,
+        "discounts": discounts,
+        "rewards": torch.randn(t, b, generator=gen),
+        "values": torch.randn(t, b, generator=gen),
+        "bootstrap_values": torch.randn(b, generator=gen),
+    }
+
+
+def test_vtrace_at_lambda_1_is_rllibs():
+    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
+
+    inputs = _vtrace_inputs(on_policy=False)
+    ours = vtrace(**inputs, lambda_=1.0)
+    theirs = vtrace_torch(**inputs)
+    for a, b in zip(ours, theirs, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.5, 0.95])
+def test_on_policy_vtrace_with_lambda_is_gae(lam):
+    # Every rho is 1: the targets less the values are GAE(gamma, lambda) advantages,
+    # A_t = delta_t + gamma_t * lambda * A_{t+1}, with delta_t = r_t + gamma_t V_{t+1} - V_t.
+    inputs = _vtrace_inputs(on_policy=True)
+    r, v, d = inputs["rewards"], inputs["values"], inputs["discounts"]
+    next_v = torch.cat([v[1:], inputs["bootstrap_values"][None]], dim=0)
+    deltas = r + d * next_v - v
+    gae = torch.zeros_like(v)
+    acc = torch.zeros_like(inputs["bootstrap_values"])
+    for t in reversed(range(len(r))):
+        acc = deltas[t] + d[t] * lam * acc
+        gae[t] = acc
+    targets, _ = vtrace(**inputs, lambda_=lam)
+    torch.testing.assert_close(targets - v, gae)
+    if lam == 0.0:  # one-step TD targets
+        torch.testing.assert_close(targets, r + d * next_v)
+
+
+@pytest.mark.parametrize("value", [1.5, -0.1, "0.9", True, None])
+def test_lambda_takes_only_a_number_in_0_to_1(value):
+    from sweeps.harness.cli import UsageError, apply_settings
+
+    with pytest.raises(ValueError, match="lambda_ must be a number in"):
+        check_lambda(value)
+    if not isinstance(value, str):
+        from ray.rllib.algorithms.appo import APPOConfig
+
+        with pytest.raises(UsageError, match="lambda_"):
+            apply_settings(APPOConfig(), [("lambda_", value)])
+    assert check_lambda(1) == 1.0 and check_lambda(0.95) == 0.95
+
+
+def test_the_suites_learner_takes_lambda_which_rllibs_ignores(cartpole_learner):
+    from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
+
+    learner, config, batch = cartpole_learner
+
+    def rllib(**kw):
+        return APPOTorchLearner.compute_loss_for_module(learner, **kw)
+
+    rllib_1 = _loss(learner, config, batch, rllib, lambda_=1.0)
+    assert _loss(learner, config, batch, rllib, lambda_=0.5) == pytest.approx(rllib_1, rel=1e-6)
+    ours_1 = _loss(learner, config, batch, learner.compute_loss_for_module, lambda_=1.0)
+    ours_half = _loss(learner, config, batch, learner.compute_loss_for_module, lambda_=0.5)
+    assert ours_half[0] != pytest.approx(ours_1[0], rel=1e-4)
+    assert all(math.isfinite(x) for x in ours_half)

@@ -1,19 +1,28 @@
-"""APPO's loss with the advantages standardised per minibatch, as PPO's Atari recipes do.
+"""APPO's loss with the suite's two options: advantages standardised per minibatch, and V-trace
+with RLlib's ``lambda_``.
 
-Every PPO recipe that learns Pong in few env steps (CleanRL's ``ppo_atari.py``, rl_games,
-Stable-Baselines3, Sample Factory) standardises the policy-gradient advantages of each minibatch to
-mean 0 and standard deviation 1 before the clipped surrogate. RLlib 2.60's APPO loss does not: its
-V-trace advantages enter the surrogate at their own scale, which on Pong's sparse ±1 points can be
-small next to the entropy bonus while the value function is still poor, and shifts as the game's
-score does. Standardised, the surrogate weighs every minibatch alike against the entropy and value
-terms.
+Standardised advantages. Every PPO recipe that learns Pong in few env steps (CleanRL's
+``ppo_atari.py``, rl_games, Stable-Baselines3, Sample Factory) standardises the policy-gradient
+advantages of each minibatch to mean 0 and standard deviation 1 before the clipped surrogate.
+RLlib 2.60's APPO loss does not: its V-trace advantages enter the surrogate at their own scale,
+which on Pong's sparse ±1 points can be small next to the entropy bonus while the value function
+is still poor, and shifts as the game's score does. Standardised, the surrogate weighs every
+minibatch alike against the entropy and value terms. On with
+``learner_config_dict={"standardize_advantages": True}``.
 
-:class:`StandardisedAdvantages`, a mixin right before RLlib 2.60's ``APPOTorchLearner`` (the
-suite's APPO learner, ``sweeps/algorithms/vtrace.py``): with
-``learner_config_dict={"standardize_advantages": True}`` the loss is :func:`appo_loss`, RLlib's
-own with one line added (the V-trace advantages standardised over the minibatch's loss-masked
-steps); otherwise it *is* RLlib's loss (``super()``). ``tests/test_appo_loss.py`` checks that
-:func:`appo_loss` with the line made the identity computes RLlib's loss on a real learner.
+λ. ``APPOConfig.training(lambda_=...)`` is documented as "GAE (lambda) parameter", but RLlib
+2.60's new-stack APPO learner never reads it: its V-trace runs with λ = 1 whatever the config
+says. Here it is V-trace's λ, as the IMPALA paper defines it (Espeholt et al. 2018, section 4.1):
+the traces are ``c_s = λ · min(1, ρ_s)``. On-policy (every ρ = 1) the V-trace target less the
+value is then the GAE(γ, λ) advantage that PPO's Atari recipes take with λ = 0.95, a shorter,
+lower-variance credit horizon than the fragment's full return; λ = 1 is RLlib's V-trace.
+
+:class:`APPOLossOptions`, a mixin right before RLlib 2.60's ``APPOTorchLearner`` (the suite's APPO
+learner, ``sweeps/algorithms/vtrace.py``): with either option on, the loss is :func:`appo_loss`,
+RLlib's own with the advantages passed through a transform and V-trace taken from :func:`vtrace`
+(RLlib's recursion with λ in the traces); with both off it *is* RLlib's loss (``super()``).
+``tests/test_appo_loss.py`` checks that :func:`appo_loss` with both off computes RLlib's loss on a
+real learner, that :func:`vtrace` at λ = 1 is RLlib's and on-policy is GAE.
 """
 
 from __future__ import annotations
@@ -34,6 +43,13 @@ def check_standardize(settings: dict[str, Any] | None) -> bool:
     return value
 
 
+def check_lambda(value: Any) -> float:
+    """``APPOConfig.lambda_`` as a float in [0, 1]; a ValueError names any other value."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"lambda_ must be a number in [0, 1] (V-trace's λ), got {value!r}")
+    return float(value)
+
+
 def standardize(advantages: Any, mask: Any) -> Any:
     """``advantages`` less their mean, over their standard deviation, both taken over the steps
     where ``mask`` is 1 (the others come out 0)."""
@@ -45,21 +61,64 @@ def standardize(advantages: Any, mask: Any) -> Any:
     return (advantages - mean) / (std + EPSILON) * mask
 
 
-class StandardisedAdvantages:
+def _identity(advantages: Any, mask: Any) -> Any:
+    return advantages
+
+
+class APPOLossOptions:
     """Mixin right before RLlib's ``APPOTorchLearner``: with ``standardize_advantages`` its loss
-    standardises the V-trace advantages of each minibatch (see the module docstring)."""
+    standardises the V-trace advantages of each minibatch, and with ``lambda_`` below 1 its
+    V-trace cuts its traces by λ (see the module docstring)."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
-        if not check_standardize(config.learner_config_dict):
+        standardized = check_standardize(config.learner_config_dict)
+        if not standardized and check_lambda(config.lambda_) == 1.0:
             return super().compute_loss_for_module(
                 module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
             )
-        return appo_loss(self, module_id, config, batch, fwd_out, standardize)
+        transform = standardize if standardized else _identity
+        return appo_loss(self, module_id, config, batch, fwd_out, transform)
+
+
+def vtrace(
+    *,
+    target_action_log_probs: Any,
+    behaviour_action_log_probs: Any,
+    discounts: Any,
+    rewards: Any,
+    values: Any,
+    bootstrap_values: Any,
+    clip_rho_threshold: float | None = 1.0,
+    clip_pg_rho_threshold: float | None = 1.0,
+    lambda_: float = 1.0,
+) -> tuple[Any, Any]:
+    """RLlib 2.60's ``vtrace_torch`` (time-major ``[T, B]`` tensors, ``bootstrap_values`` ``[B]``)
+    with V-trace's λ: the traces are ``lambda_ * min(1, rho)``. Returns the value targets and the
+    policy-gradient advantages, detached."""
+    import torch
+
+    rhos = torch.exp(target_action_log_probs - behaviour_action_log_probs)
+    clipped_rhos = rhos if clip_rho_threshold is None else torch.clamp(rhos, max=clip_rho_threshold)
+    cs = lambda_ * torch.clamp(rhos, max=1.0)
+    values_t_plus_1 = torch.cat([values[1:], bootstrap_values.unsqueeze(0)], dim=0)
+    deltas = clipped_rhos * (rewards + discounts * values_t_plus_1 - values)
+    acc = torch.zeros_like(bootstrap_values)
+    vs_minus_v_xs = []
+    for t in reversed(range(len(discounts))):
+        acc = deltas[t] + discounts[t] * cs[t] * acc
+        vs_minus_v_xs.append(acc)
+    vs = torch.stack(vs_minus_v_xs[::-1]) + values
+    vs_t_plus_1 = torch.cat([vs[1:], bootstrap_values.unsqueeze(0)], dim=0)
+    pg_clip = clip_pg_rho_threshold
+    pg_rhos = rhos if pg_clip is None else torch.clamp(rhos, max=pg_clip)
+    pg_advantages = pg_rhos * (rewards + discounts * vs_t_plus_1 - values)
+    return vs.detach(), pg_advantages.detach()
 
 
 def appo_loss(learner, module_id, config, batch, fwd_out, transform):
     """RLlib 2.60's ``APPOTorchLearner.compute_loss_for_module`` (comments and asserts left out)
-    on ``learner``, the V-trace advantages passed through ``transform(advantages, loss mask)``."""
+    on ``learner``, V-trace taken with the config's ``lambda_`` (:func:`vtrace`) and its
+    advantages passed through ``transform(advantages, loss mask)``."""
     import torch
     from ray.rllib.algorithms.appo.appo import (
         LEARNER_RESULTS_CURR_KL_COEFF_KEY,
@@ -67,7 +126,7 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform):
         LEARNER_RESULTS_MEAN_IS_KEY,
         LEARNER_RESULTS_VAR_IS_KEY,
     )
-    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major, vtrace_torch
+    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
     from ray.rllib.core.columns import Columns
     from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
     from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
@@ -99,7 +158,7 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform):
         (1.0 - time_major(batch[Columns.TERMINATEDS]).float()) * config.gamma * loss_mask_tm
     )
 
-    vtrace_targets, pg_advantages = vtrace_torch(
+    vtrace_targets, pg_advantages = vtrace(
         target_action_log_probs=old_logp_tm,
         behaviour_action_log_probs=behaviour_logp_tm,
         discounts=discounts_tm,
@@ -108,6 +167,7 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform):
         bootstrap_values=bootstrap_values,
         clip_pg_rho_threshold=config.vtrace_clip_pg_rho_threshold,
         clip_rho_threshold=config.vtrace_clip_rho_threshold,
+        lambda_=check_lambda(config.lambda_),
     )
     pg_advantages = transform(pg_advantages * loss_mask_tm, loss_mask_tm)  # the added line
 

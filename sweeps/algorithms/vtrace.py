@@ -21,8 +21,9 @@ Use: ``config.training(learner_class=bootstrapped_learner(config))``
 (``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
 same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
 under the policy's entropy) and an optional KL-adapted learning rate
-(``sweeps/algorithms/kl_lr.py``), and APPO's optionally standardises its advantages per minibatch
-(``sweeps/algorithms/appo_loss.py``), each off unless ``learner_config_dict`` sets it.
+(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it; APPO's optionally
+standardises its advantages per minibatch and takes V-trace with the config's ``lambda_``, which
+RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLe
 from ray.rllib.core.columns import Columns
 
 from sweeps.algorithms.adam_eps import AdamEps
-from sweeps.algorithms.appo_loss import StandardisedAdvantages
+from sweeps.algorithms.appo_loss import APPOLossOptions
 from sweeps.algorithms.entropy_target import EntropyTarget
 from sweeps.algorithms.kl_lr import KLAdaptiveLR
 
@@ -75,10 +76,11 @@ class BootstrappedIMPALATorchLearner(
 
 
 class BootstrappedAPPOTorchLearner(
-    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, StandardisedAdvantages, APPOTorchLearner
+    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, APPOLossOptions, APPOTorchLearner
 ):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, learning-rate scales, Adam epsilon and standardised advantages)."""
+    optional entropy target, learning-rate scales, Adam epsilon, standardised advantages and
+    V-trace's λ)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

@@ -149,6 +149,8 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
             config.update_from_dict({key: value})
             if key == "learner_config_dict":  # refused before Ray starts, not on the first update
                 check_learner_settings(config)
+            if key == "lambda_":  # APPO's: V-trace's λ in the suite's learner
+                appo_loss.check_lambda(value)
         except (TypeError, ValueError) as e:
             raise UsageError(f"--set {key}={value!r}: {e}") from None
     return config
