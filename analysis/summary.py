@@ -61,6 +61,7 @@ def summary_section(
     lines += _reached_table(w)
     lines += _not_reached(w)
     lines += [verdict(w), ""]
+    lines += _machines_note(w)
     lines += _random_line(references)
     lines += w.kind.rules_note()
     lines += _missed_note(w)
@@ -271,6 +272,26 @@ def _against_baseline(w: Workload, win: pd.Series) -> str:
     if stats.separated(ratio):
         return f", and {cell} as fast as the single-runner DQN ({w.baseline})"
     return f"; against the single-runner DQN ({w.baseline}) the seeds can't tell: {cell}"
+
+
+def _machines_note(w: Workload) -> list[str]:
+    """A sentence where the compared runs ran on more than one CPU model (run.json's machine):
+    their training times compare only roughly; env steps do not depend on the machine."""
+    if "cpu_model" not in w.selected.columns:
+        return []
+    runs = w.selected.drop_duplicates("experiment")
+    counts = runs["cpu_model"].fillna("").replace("", "unknown").value_counts()
+    if len(counts) < 2:
+        return []
+    named = "; ".join(
+        f"{model}: {n} run{'s' if n > 1 else ''}" for model, n in sorted(counts.items())
+    )
+    return [
+        f"The runs compared here ran on {len(counts)} CPU models ({named}; *Machines* under "
+        "Reproducibility names each run's): their training times compare across machines only "
+        "roughly, their env steps do not depend on the machine.",
+        "",
+    ]
 
 
 def _missed_note(w: Workload) -> list[str]:

@@ -122,6 +122,7 @@ def write_experiment(
     hyperparameters: Sequence[str] = (),
     git_dirty: bool | None = False,
     args: dict[str, Any] | None = None,
+    cpu_model: str = "Fake CPU",
 ) -> Path:
     """A fake Tune experiment folder with our runner's run.json and one folder per trial."""
     exp_dir = root / name
@@ -147,7 +148,7 @@ def write_experiment(
         "git_commit": "0123456789abcdef0123456789abcdef01234567",
         "git_dirty": git_dirty,
         "versions": {"ray": "2.60.0", "torch": "2.13.0", "python": "3.11.7"},
-        "machine": {"cpus": 2, "gpus": 0, "cpu_model": "Fake CPU", "platform": "Linux-x86_64"},
+        "machine": {"cpus": 2, "gpus": 0, "cpu_model": cpu_model, "platform": "Linux-x86_64"},
         "started_at": "2025-01-01T00:00:00+00:00",
         "ended_at": "2025-01-01T01:00:00+00:00",
         "status": "finished",
@@ -1116,6 +1117,27 @@ def test_the_verdict_names_no_winner_the_seeds_cannot_separate(tmp_path):
     low, high = re.search(r"\[([\d.]+)×, ([\d.]+)×\] as fast", verdict).groups()
     assert float(low) <= 1.0 <= float(high)
     assert (out / "km_cabs_base.png").stat().st_size > 0
+
+
+def test_the_summary_says_when_the_compared_runs_ran_on_different_cpus(tmp_path):
+    """Runs on two CPU models: one sentence under the verdict names them (times compare only
+    roughly); runs on one model: none."""
+    write_experiment(tmp_path / "raw", "dqn_bench", _reaching_90_at([2, 4, 5]), cpu_model="CPU A")
+    write_experiment(
+        tmp_path / "raw", "apex_bench", _reaching_90_at([2, 3]), algo="apex", cpu_model="CPU B"
+    )
+    seed_2 = [{**_reaching_90_at([3])[0], "seed": 2}]  # a third seed, run on its own
+    write_experiment(tmp_path / "raw", "apex_bench_b", seed_2, algo="apex", cpu_model="CPU B")
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    text = _section((out / "REPORT.md").read_text(), "### cabs · base")
+    assert "ran on 2 CPU models (CPU A: 1 run; CPU B: 2 runs;" in text
+    assert "compare across machines only roughly" in text
+
+    write_experiment(tmp_path / "one", "dqn_bench", _reaching_90_at([2, 4, 5]))
+    write_experiment(tmp_path / "one", "apex_bench", _reaching_90_at([2, 3, 3]), algo="apex")
+    assert main(["report", str(tmp_path / "one"), "--out", str(tmp_path / "out1")]) == 0
+    assert "CPU models" not in (tmp_path / "out1" / "REPORT.md").read_text()
 
 
 def test_the_verdict_names_a_winner_the_seeds_separate(tmp_path):
