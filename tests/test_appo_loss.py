@@ -1,6 +1,6 @@
 """APPO's loss options (sweeps/algorithms/appo_loss.py): the copy of RLlib's loss is RLlib's loss,
-the added line standardises over the loss-masked steps only, and V-trace's λ is RLlib's V-trace at
-1 and GAE on-policy."""
+the added line standardises over the loss-masked steps only, V-trace's λ is RLlib's V-trace at
+1 and GAE on-policy, and V-trace over the flat minibatch gives each chunk its own V-trace."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from sweeps.algorithms.appo_loss import (
     appo_loss,
     check_lambda,
     check_standardize,
+    check_whole_chunks,
     standardize,
     vtrace,
+    vtrace_flat,
 )
 
 FRAGMENT = 5
@@ -34,24 +36,34 @@ def test_standardised_advantages_have_mean_0_and_std_1_over_the_masked_steps():
     assert float(out[0, 0]) == pytest.approx((1 - 4) / 2.1602469, rel=1e-5)
 
 
+SWITCHES = [
+    ("standardize_advantages", check_standardize),
+    ("vtrace_whole_chunks", check_whole_chunks),
+]
+
+
+@pytest.mark.parametrize("key, check", SWITCHES)
 @pytest.mark.parametrize("value", [1, "yes", None])
-def test_the_switch_takes_only_a_bool(value):
+def test_the_switches_take_only_a_bool(key, check, value):
     with pytest.raises(ValueError, match="must be true or false"):
-        check_standardize({"standardize_advantages": value})
-    assert check_standardize({}) is False
-    assert check_standardize({"standardize_advantages": True}) is True
+        check({key: value})
+    assert check({}) is False
+    assert check({key: True}) is True
 
 
-def test_only_the_suites_appo_learner_takes_the_switch():
+@pytest.mark.parametrize("key", [key for key, _ in SWITCHES])
+def test_only_the_suites_appo_learner_takes_the_switches(key):
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
-    from sweeps.harness.cli import check_learner_settings
+    from sweeps.harness.cli import UsageError, apply_settings, check_learner_settings
 
-    on = {"standardize_advantages": True}
+    on = {key: True}
     check_learner_settings(APPOConfig().training(learner_config_dict=on))
     with pytest.raises(ValueError, match="only the suite's APPO learner"):
         check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
+    with pytest.raises(UsageError, match="must be true or false"):
+        apply_settings(APPOConfig(), [("learner_config_dict", {key: "on"})])
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +226,101 @@ def test_the_suites_learner_takes_lambda_which_rllibs_ignores(cartpole_learner):
     ours_half = _loss(learner, config, batch, learner.compute_loss_for_module, lambda_=0.5)
     assert ours_half[0] != pytest.approx(ours_1[0], rel=1e-4)
     assert all(math.isfinite(x) for x in ours_half)
+
+
+# V-trace over whole chunks. A flat minibatch as RLlib's learner connector lays it out: chunks of
+# unequal length (an episode ended inside a fragment), each followed by the appended step (loss
+# mask off), one chunk ending in a terminal step.
+CHUNKS = (4, 6, 2, 5)  # real steps per chunk
+GAMMA = 0.99
+
+
+def _flat_minibatch(on_policy: bool, cut_last_chunk: bool = False):
+    gen = torch.Generator().manual_seed(2)
+    mask = torch.cat([torch.cat([torch.ones(n), torch.zeros(1)]) for n in CHUNKS])
+    terminated = torch.zeros_like(mask)
+    terminated[CHUNKS[0] + 1 + CHUNKS[1] - 1] = 1.0  # the second chunk's last real step
+    if cut_last_chunk:  # the minibatch ends inside its last chunk
+        mask, terminated = mask[:-2], terminated[:-2]
+    n = len(mask)
+    target = -torch.rand(n, generator=gen)
+    behaviour = target if on_policy else target + 0.5 * torch.randn(n, generator=gen)
+    return {
+        "target_action_log_probs": target,
+        "behaviour_action_log_probs": behaviour,
+        "discounts": (1.0 - terminated) * GAMMA * mask,
+        "rewards": torch.randn(n, generator=gen) * mask,
+        "values": torch.randn(n, generator=gen),
+        "loss_mask": mask,
+    }
+
+
+def _per_chunk(flat, lambda_):
+    """Each chunk's V-trace on its own (a column of the time-major :func:`vtrace`), its appended
+    step off-policy as the suite's learners make it (sweeps/algorithms/vtrace.py)."""
+    behaviour = torch.where(
+        flat["loss_mask"].bool(), flat["behaviour_action_log_probs"], torch.tensor(50.0)
+    )
+    targets, advantages, start = [], [], 0
+    for n in CHUNKS:
+        part = slice(start, start + n + 1)
+        column = {
+            key: flat[key][part][:, None]
+            for key in ("target_action_log_probs", "discounts", "rewards", "values")
+        }
+        vs, adv = vtrace(
+            **column,
+            behaviour_action_log_probs=behaviour[part][:, None],
+            bootstrap_values=torch.tensor([123.0]),  # after the appended step: never read
+            lambda_=lambda_,
+        )
+        targets.append(vs[:, 0])
+        advantages.append(adv[:, 0])
+        start += n + 1
+    return torch.cat(targets), torch.cat(advantages)
+
+
+@pytest.mark.parametrize("lambda_", [1.0, 0.95])
+@pytest.mark.parametrize("on_policy", [True, False])
+def test_flat_vtrace_gives_each_chunk_its_own_vtrace(lambda_, on_policy):
+    flat = _flat_minibatch(on_policy)
+    targets, advantages = vtrace_flat(**flat, lambda_=lambda_)
+    expected_targets, expected_advantages = _per_chunk(flat, lambda_)
+    torch.testing.assert_close(targets, expected_targets)
+    torch.testing.assert_close(advantages, expected_advantages)
+
+
+def test_rllibs_rows_of_a_fragment_stop_the_traces_early():
+    # The same minibatch in rows of 5 steps (chunks of up to 4 + 1): the rows drift across the
+    # chunks and targets differ from each chunk's own wherever a row ends inside a chunk.
+    from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
+
+    flat = _flat_minibatch(on_policy=True)
+    flat["behaviour_action_log_probs"] = torch.where(
+        flat["loss_mask"].bool(), flat["behaviour_action_log_probs"], torch.tensor(50.0)
+    )
+    rows = {k: make_time_major(v, trajectory_len=5) for k, v in flat.items() if k != "loss_mask"}
+    bootstrap = torch.cat([rows["values"][0][1:], rows["values"][0][:1]])
+    targets, _ = vtrace(**rows, bootstrap_values=bootstrap)
+    by_rows = targets.T.reshape(-1)[: len(flat["values"])]
+    expected, _ = _per_chunk(flat, 1.0)
+    assert not torch.allclose(by_rows, expected)
+    torch.testing.assert_close(vtrace_flat(**flat)[0], expected)
+
+
+def test_a_minibatch_ending_inside_a_chunk_leaves_its_last_step_out():
+    flat = _flat_minibatch(on_policy=True, cut_last_chunk=True)
+    targets, advantages = vtrace_flat(**flat)
+    v, r, d = flat["values"], flat["rewards"], flat["discounts"]
+    assert float(targets[-1]) == float(v[-1]) and float(advantages[-1]) == 0.0
+    # the step before it bootstraps from the last step's value: a one-step target
+    assert float(targets[-2]) == pytest.approx(float(r[-2] + d[-2] * v[-1]), rel=1e-6)
+
+
+def test_whole_chunks_on_rows_that_hold_one_chunk_each_is_rllibs_loss(cartpole_learner):
+    # The fixture's rows are one chunk each (FRAGMENT - 1 steps and the appended one): RLlib's
+    # rows then stop no trace early, and the two layouts give the same loss.
+    learner, config, batch = cartpole_learner
+    expected = _loss(learner, config, batch, learner.compute_loss_for_module)
+    ours = _loss(learner, config, batch, learner.compute_loss_for_module, vtrace_whole_chunks=True)
+    assert ours == pytest.approx(expected, rel=1e-5)

@@ -1,5 +1,5 @@
-"""APPO's loss with the suite's two options: advantages standardised per minibatch, and V-trace
-with RLlib's ``lambda_``.
+"""APPO's loss with the suite's three options: advantages standardised per minibatch, V-trace
+with RLlib's ``lambda_``, and V-trace run over whole chunks.
 
 Standardised advantages. Every PPO recipe that learns Pong in few env steps (CleanRL's
 ``ppo_atari.py``, rl_games, Stable-Baselines3, Sample Factory) standardises the policy-gradient
@@ -17,12 +17,25 @@ the traces are ``c_s = λ · min(1, ρ_s)``. On-policy (every ρ = 1) the V-trac
 value is then the GAE(γ, λ) advantage that PPO's Atari recipes take with λ = 0.95, a shorter,
 lower-variance credit horizon than the fragment's full return; λ = 1 is RLlib's V-trace.
 
+Whole chunks. RLlib's loss cuts the minibatch, laid out flat chunk after chunk, into rows of
+``rollout_fragment_length`` steps and runs V-trace along each row. But every chunk is one step
+longer than a fragment (RLlib appends a step to each: ``sweeps/algorithms/vtrace.py``), so the
+rows drift across the chunks: a row ends a few steps into a chunk, and each step's trace stops at
+its row's end or its chunk's, whichever comes first (with 20-step fragments, about 7 steps ahead
+on average instead of about 10), the rest of the chunk reached only through the value function.
+With ``learner_config_dict={"vtrace_whole_chunks": True}`` V-trace runs over the flat minibatch as
+one sequence (:func:`vtrace_flat`): the appended step (loss mask off, discount 0) ends each
+chunk's recursion, so every trace runs to its chunk's end, as the IMPALA paper's does to its
+fragment's. (A minibatch can also end inside a chunk; RLlib then bootstraps that last step from
+an unrelated value, :func:`vtrace_flat` leaves it out.)
+
 :class:`APPOLossOptions`, a mixin right before RLlib 2.60's ``APPOTorchLearner`` (the suite's APPO
-learner, ``sweeps/algorithms/vtrace.py``): with either option on, the loss is :func:`appo_loss`,
+learner, ``sweeps/algorithms/vtrace.py``): with any option on, the loss is :func:`appo_loss`,
 RLlib's own with the advantages passed through a transform and V-trace taken from :func:`vtrace`
-(RLlib's recursion with λ in the traces); with both off it *is* RLlib's loss (``super()``).
-``tests/test_appo_loss.py`` checks that :func:`appo_loss` with both off computes RLlib's loss on a
-real learner, that :func:`vtrace` at λ = 1 is RLlib's and on-policy is GAE.
+(RLlib's recursion with λ in the traces) or :func:`vtrace_flat`; with all off it *is* RLlib's loss
+(``super()``). ``tests/test_appo_loss.py`` checks that :func:`appo_loss` with all off computes
+RLlib's loss on a real learner, that :func:`vtrace` at λ = 1 is RLlib's and on-policy is GAE, and
+that :func:`vtrace_flat` on a flat minibatch gives each chunk's own V-trace.
 """
 
 from __future__ import annotations
@@ -30,17 +43,28 @@ from __future__ import annotations
 from typing import Any
 
 KEY = "standardize_advantages"
-KEYS = (KEY,)
+CHUNKS_KEY = "vtrace_whole_chunks"
+KEYS = (KEY, CHUNKS_KEY)
 EPSILON = 1e-8  # CleanRL's and SB3's
+
+
+def _switch(settings: dict[str, Any] | None, key: str) -> bool:
+    value = (settings or {}).get(key, False)
+    if not isinstance(value, bool):
+        raise ValueError(f"learner_config_dict[{key!r}] must be true or false, got {value!r}")
+    return value
 
 
 def check_standardize(settings: dict[str, Any] | None) -> bool:
     """Whether ``learner_config_dict`` asks for standardised advantages; a ValueError names a
     value that is not a bool."""
-    value = (settings or {}).get(KEY, False)
-    if not isinstance(value, bool):
-        raise ValueError(f"learner_config_dict[{KEY!r}] must be true or false, got {value!r}")
-    return value
+    return _switch(settings, KEY)
+
+
+def check_whole_chunks(settings: dict[str, Any] | None) -> bool:
+    """Whether ``learner_config_dict`` asks for V-trace over whole chunks; a ValueError names a
+    value that is not a bool."""
+    return _switch(settings, CHUNKS_KEY)
 
 
 def check_lambda(value: Any) -> float:
@@ -67,17 +91,19 @@ def _identity(advantages: Any, mask: Any) -> Any:
 
 class APPOLossOptions:
     """Mixin right before RLlib's ``APPOTorchLearner``: with ``standardize_advantages`` its loss
-    standardises the V-trace advantages of each minibatch, and with ``lambda_`` below 1 its
-    V-trace cuts its traces by λ (see the module docstring)."""
+    standardises the V-trace advantages of each minibatch, with ``lambda_`` below 1 its V-trace
+    cuts its traces by λ, and with ``vtrace_whole_chunks`` its V-trace runs over whole chunks
+    (see the module docstring)."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
         standardized = check_standardize(config.learner_config_dict)
-        if not standardized and check_lambda(config.lambda_) == 1.0:
+        whole_chunks = check_whole_chunks(config.learner_config_dict)
+        if not standardized and not whole_chunks and check_lambda(config.lambda_) == 1.0:
             return super().compute_loss_for_module(
                 module_id=module_id, config=config, batch=batch, fwd_out=fwd_out
             )
         transform = standardize if standardized else _identity
-        return appo_loss(self, module_id, config, batch, fwd_out, transform)
+        return appo_loss(self, module_id, config, batch, fwd_out, transform, whole_chunks)
 
 
 def vtrace(
@@ -115,10 +141,63 @@ def vtrace(
     return vs.detach(), pg_advantages.detach()
 
 
-def appo_loss(learner, module_id, config, batch, fwd_out, transform):
+def vtrace_flat(
+    *,
+    target_action_log_probs: Any,
+    behaviour_action_log_probs: Any,
+    discounts: Any,
+    rewards: Any,
+    values: Any,
+    loss_mask: Any,
+    clip_rho_threshold: float | None = 1.0,
+    clip_pg_rho_threshold: float | None = 1.0,
+    lambda_: float = 1.0,
+) -> tuple[Any, Any]:
+    """V-trace over a minibatch laid out flat (1-D tensors, chunk after chunk, each followed by
+    RLlib's appended step, ``loss_mask`` 0): the recursion of :func:`vtrace` over the whole
+    minibatch as one sequence, each step's next value the next step's. A step with the loss mask
+    off carries no information (its delta and trace are 0, as V-trace's ρ = 0 would make them)
+    and, its discount being 0, ends the recursion of the chunk before it; the minibatch's last
+    step, whose next value is not in the minibatch, carries none either. Returns the value
+    targets and the policy-gradient advantages, detached."""
+    import numpy as np
+    import torch
+
+    with torch.no_grad():
+        informative = loss_mask.clone()
+        informative[-1] = 0.0
+        rhos = torch.exp(target_action_log_probs - behaviour_action_log_probs)
+        clipped_rhos = rhos if clip_rho_threshold is None else rhos.clamp(max=clip_rho_threshold)
+        decays = informative * discounts * lambda_ * torch.clamp(rhos, max=1.0)
+        next_values = torch.cat([values[1:], values[-1:]])
+        deltas = informative * clipped_rhos * (rewards + discounts * next_values - values)
+        # acc_t = delta_t + decay_t * acc_{t+1}, by repeated substitution: after k rounds each
+        # step within k of the end of its run of non-zero decays holds its value.
+        zero = torch.zeros_like(deltas[:1])
+        acc = deltas
+        for _ in range(_longest_run(np.asarray(decays.cpu()) != 0)):
+            acc = deltas + decays * torch.cat([acc[1:], zero])
+        vs = values + acc
+        vs_t_plus_1 = torch.cat([vs[1:], values[-1:]])
+        pg_clip = clip_pg_rho_threshold
+        pg_rhos = rhos if pg_clip is None else torch.clamp(rhos, max=pg_clip)
+        pg_advantages = informative * pg_rhos * (rewards + discounts * vs_t_plus_1 - values)
+    return vs.detach(), pg_advantages.detach()
+
+
+def _longest_run(flags: Any) -> int:
+    """The length of the longest run of True in a 1-D boolean array."""
+    import numpy as np
+
+    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    return int(np.max(np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1), initial=0))
+
+
+def appo_loss(learner, module_id, config, batch, fwd_out, transform, whole_chunks=False):
     """RLlib 2.60's ``APPOTorchLearner.compute_loss_for_module`` (comments and asserts left out)
-    on ``learner``, V-trace taken with the config's ``lambda_`` (:func:`vtrace`) and its
-    advantages passed through ``transform(advantages, loss mask)``."""
+    on ``learner``, V-trace taken with the config's ``lambda_`` (:func:`vtrace` over rows of a
+    fragment, RLlib's layout, or :func:`vtrace_flat` over the flat minibatch where
+    ``whole_chunks``) and its advantages passed through ``transform(advantages, loss mask)``."""
     import torch
     from ray.rllib.algorithms.appo.appo import (
         LEARNER_RESULTS_CURR_KL_COEFF_KEY,
@@ -136,6 +215,8 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform):
     seq_lens = batch.get("seq_lens")
 
     def time_major(x):
+        if whole_chunks:  # every term below is per step: the flat layout serves as well
+            return x
         return make_time_major(x, trajectory_len=frag, recurrent_seq_len=seq_lens)
 
     loss_mask = batch[Columns.LOSS_MASK].float()
@@ -153,22 +234,24 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform):
     target_logp_tm = time_major(target_policy_dist.logp(batch[Columns.ACTIONS]))
     rewards_tm = time_major(batch[Columns.REWARDS])
     values_tm = time_major(values)
-    bootstrap_values = torch.cat([values_tm[0][1:], values_tm[0][0:1]], dim=0)
     discounts_tm = (
         (1.0 - time_major(batch[Columns.TERMINATEDS]).float()) * config.gamma * loss_mask_tm
     )
-
-    vtrace_targets, pg_advantages = vtrace(
-        target_action_log_probs=old_logp_tm,
-        behaviour_action_log_probs=behaviour_logp_tm,
-        discounts=discounts_tm,
-        rewards=rewards_tm,
-        values=values_tm,
-        bootstrap_values=bootstrap_values,
-        clip_pg_rho_threshold=config.vtrace_clip_pg_rho_threshold,
-        clip_rho_threshold=config.vtrace_clip_rho_threshold,
-        lambda_=check_lambda(config.lambda_),
-    )
+    trace_inputs = {
+        "target_action_log_probs": old_logp_tm,
+        "behaviour_action_log_probs": behaviour_logp_tm,
+        "discounts": discounts_tm,
+        "rewards": rewards_tm,
+        "values": values_tm,
+        "clip_pg_rho_threshold": config.vtrace_clip_pg_rho_threshold,
+        "clip_rho_threshold": config.vtrace_clip_rho_threshold,
+        "lambda_": check_lambda(config.lambda_),
+    }
+    if whole_chunks:
+        vtrace_targets, pg_advantages = vtrace_flat(**trace_inputs, loss_mask=loss_mask)
+    else:
+        bootstrap_values = torch.cat([values_tm[0][1:], values_tm[0][0:1]], dim=0)
+        vtrace_targets, pg_advantages = vtrace(**trace_inputs, bootstrap_values=bootstrap_values)
     pg_advantages = transform(pg_advantages * loss_mask_tm, loss_mask_tm)  # the added line
 
     is_ratio = torch.clip(torch.exp(behaviour_logp_tm - old_logp_tm), 0.0, 2.0)

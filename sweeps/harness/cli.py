@@ -177,6 +177,7 @@ def check_learner_settings(config: Any) -> None:
     kl_lr.check_return_scale(settings)
     adam_eps.check_adam_eps(settings)
     appo_loss.check_standardize(settings)
+    appo_loss.check_whole_chunks(settings)
 
 
 def _merge_model_config(config: Any, value: Any) -> None:
