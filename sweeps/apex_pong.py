@@ -7,9 +7,11 @@ Replay here is 50k (observations are not compressed on the new stack; one shard 
 one shard on 2 cores): at 1 replayed step per sampled one, a 200k replay learned far slower on
 Pong than 50k. Learning rate and target period are DQN's Pong ones (lr 1e-4, 500 updates
 between target syncs). The probes behind all three: results/pong/candidates/CURVES.md. The
-replay ratio (``training_intensity``, trained / sampled env steps) is 1, the paper's regime (its
-learner trained ~0.8 samples per actor step): actors wait for the learner when they run ahead of
-it (``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
+replay ratio (``training_intensity``, trained / sampled env steps) is 2: at the paper's 1 (its
+learner trained ~0.8 samples per actor step) the learner sat idle half the time on 2 cores; at 2
+the runner samples as fast and the return rises earlier by env steps (probe pong-apex-ti2-s1 in
+CURVES.md, one seed). Actors wait for the learner when they run ahead of it
+(``max_env_steps_sampled_ahead``), so 16 would cap sampling at 1/16 of the learner's rate.
 Each game is an actor of Ape-X's ε schedule (``exploration_per_game``): one runner of 8 games
 explores at ε 0.4, 0.16, ... 0.0007, as 8 single-game actors would, not all 8 at 0.4. Its
 training return counts the games played at ε <= 0.01 (``training_return_max_epsilon``: DQN's final
@@ -57,7 +59,7 @@ TUNED: dict[str, Any] = {
     "gamma": 0.99,
     "train_batch_size": 64,
     "target_network_update_freq": 32_000,
-    "training_intensity": 1.0,
+    "training_intensity": 2.0,
     "num_steps_sampled_before_learning_starts": 50_000,
     "replay_buffer_config": {"capacity": 50_000},
 }
