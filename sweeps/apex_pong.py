@@ -35,7 +35,7 @@ Results to expect
 -----------------
 ``results/pong/THROUGHPUT.md`` and ``results/pong/PROFILE.md``: env steps/s and where the time goes
 on 2 CPU cores (the learner is the bottleneck there); ``results/pong/REPORT.md``: the Pong runs of
-record, where Ape-X has not yet been run to a target.
+record.
 """
 
 from __future__ import annotations

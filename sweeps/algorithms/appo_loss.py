@@ -160,7 +160,6 @@ def vtrace_flat(
     and, its discount being 0, ends the recursion of the chunk before it; the minibatch's last
     step, whose next value is not in the minibatch, carries none either. Returns the value
     targets and the policy-gradient advantages, detached."""
-    import numpy as np
     import torch
 
     with torch.no_grad():
@@ -175,7 +174,7 @@ def vtrace_flat(
         # step within k of the end of its run of non-zero decays holds its value.
         zero = torch.zeros_like(deltas[:1])
         acc = deltas
-        for _ in range(_longest_run(np.asarray(decays.cpu()) != 0)):
+        for _ in range(_longest_run(decays != 0)):
             acc = deltas + decays * torch.cat([acc[1:], zero])
         vs = values + acc
         vs_t_plus_1 = torch.cat([vs[1:], values[-1:]])
@@ -186,10 +185,10 @@ def vtrace_flat(
 
 
 def _longest_run(flags: Any) -> int:
-    """The length of the longest run of True in a 1-D boolean array."""
+    """The length of the longest run of True in a 1-D boolean tensor."""
     import numpy as np
 
-    edges = np.diff(np.concatenate([[0], flags.astype(np.int8), [0]]))
+    edges = np.diff(np.concatenate([[0], flags.cpu().numpy().astype(np.int8), [0]]))
     return int(np.max(np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1), initial=0))
 
 
