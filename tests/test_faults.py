@@ -1,16 +1,19 @@
 """Faults at random moments: the short version of ``benchmarks/faults.py`` (a few random driver
 interruptions at a fixed seed, then its checks), and the fixes it led to: a trial's result rows
-trimmed to the checkpoint it restarts from, Optuna's journal file repaired after a killed writer,
-Optuna trials a killed driver left RUNNING closed at the end.
+written in the sweep folder as they come and trimmed to the checkpoint it restarts from, Optuna's
+journal file repaired after a killed writer, Optuna trials a killed driver left RUNNING closed at
+the end.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import importlib.util
 import json
 import random
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -63,6 +66,89 @@ def test_progress_csv_trimmed_to_the_checkpoint(tmp_path):
     assert path.read_text() == "a,training_iteration,b\n1,1,x\n2,2,y\n"
     assert trim_progress_csv(path, keep_through=0) == 2
     assert path.read_text() == "a,training_iteration,b\n"  # the header stays
+
+
+class _Trial:
+    """What the result loggers read of a Tune trial whose sweep folder is on this machine."""
+
+    def __init__(self, root: Path) -> None:
+        import pyarrow.fs as pafs
+
+        self.trial_id, self.config = "t", {"lr": 0.1}
+        self.path, self.local_path = str(root / "sweep" / "t"), str(root / "staging" / "t")
+        self.storage = types.SimpleNamespace(storage_filesystem=pafs.LocalFileSystem())
+        self.latest_checkpoint_result = None
+
+    def init_local_path(self) -> None:
+        Path(self.local_path).mkdir(parents=True, exist_ok=True)
+
+
+def test_result_files_are_written_in_the_sweep_folder_row_by_row(tmp_path):
+    """No Ray: each row is in the sweep folder's result.json and progress.csv as soon as it is
+    logged (Tune's staging copy lagged: a killed driver left rows missing before a newer
+    checkpoint), nothing of them in the staging folder; a restart from the checkpoint of
+    iteration 2 trims both files to it, and the re-reported row follows."""
+    from sweeps.harness.recovery import ProgressCsvLogger, ResultJsonLogger
+
+    trial = _Trial(tmp_path)
+    loggers = [ResultJsonLogger(), ProgressCsvLogger()]
+
+    def log(i: int) -> None:
+        for logger in loggers:
+            logger.log_trial_result(i, trial, {"training_iteration": i, "x": {"y": i}})
+
+    def iterations() -> tuple[list[int], list[int]]:
+        rows = Path(trial.path, "result.json").read_text().splitlines()
+        with Path(trial.path, "progress.csv").open() as f:
+            csv_rows = list(csv.DictReader(f))
+        return (
+            [json.loads(r)["training_iteration"] for r in rows],
+            [int(r["training_iteration"]) for r in csv_rows],
+        )
+
+    for logger in loggers:
+        logger.log_trial_start(trial)
+    for i in (1, 2, 3):
+        log(i)
+        assert iterations() == ([*range(1, i + 1)],) * 2  # flushed, files still open
+    assert sorted(p.name for p in Path(trial.local_path).iterdir()) == ["params.json", "params.pkl"]
+
+    for logger in loggers:  # the trial fails and restarts from its checkpoint of iteration 2
+        logger.log_trial_end(trial, failed=True)
+    trial.latest_checkpoint_result = types.SimpleNamespace(metrics={"training_iteration": 2})
+    for logger in loggers:
+        logger.log_trial_start(trial)
+    log(3)
+    assert iterations() == ([1, 2, 3],) * 2
+
+
+def test_a_gone_checkpoint_is_replaced_by_none_past_the_logged_rows(tmp_path):
+    """No Ray: CheckpointGuard's pick, the newest checkpoint with metrics whose iteration the
+    trial's result.json reaches."""
+    import pyarrow.fs as pafs
+
+    from sweeps.harness.recovery import (
+        CHECKPOINT_METRICS_FILE,
+        last_logged_iteration,
+        newest_checkpoint,
+    )
+
+    fs, trial = pafs.LocalFileSystem(), tmp_path / "t"
+    for index, iteration in [(1, 2), (2, 4), (3, None)]:  # 3: saved, its metrics never written
+        folder = trial / f"checkpoint_{index:06d}"
+        folder.mkdir(parents=True)
+        if iteration:
+            (folder / CHECKPOINT_METRICS_FILE).write_text(
+                json.dumps({"training_iteration": iteration})
+            )
+    results = trial / "result.json"
+    results.write_text("".join(_row(i) for i in (1, 2, 3)) + '{"training_iter')
+    logged = last_logged_iteration(fs, str(results))
+    assert logged == 3
+    assert newest_checkpoint(fs, str(trial))[1:] == (2, {"training_iteration": 4})
+    assert newest_checkpoint(fs, str(trial), up_to=logged)[1] == 1
+    assert newest_checkpoint(fs, str(trial), up_to=1) is None
+    assert last_logged_iteration(fs, str(tmp_path / "none.json")) == 0
 
 
 @pytest.mark.slow

@@ -161,7 +161,8 @@ class CheckpointGuard(Callback):
     checkpoint as it does not exist on storage anymore") and the sweep ended in error. Here
     each checkpoint gets its metrics written beside it (``on_checkpoint``), and a pending trial
     whose checkpoint is gone is pointed, before it starts, at the newest one in its folder that
-    has them: it goes on from there, its clock and counters restored. With none, it starts over.
+    has them and whose rows its result.json holds: it goes on from there, its clock and counters
+    restored. With none, it starts over.
     Reads Ray 2.60.0's ``_CheckpointManager`` and ``StorageContext`` (``ray/train/_internal``).
     """
 
@@ -197,14 +198,16 @@ class CheckpointGuard(Callback):
         if fs.get_file_info(checkpoint.path).type != pafs.FileType.NotFound:
             return
         manager = trial.run_metadata.checkpoint_manager
-        found = newest_checkpoint(fs, str(PurePosixPath(checkpoint.path).parent))
+        trial_dir = str(PurePosixPath(checkpoint.path).parent)
+        logged = last_logged_iteration(fs, f"{trial_dir}/{EXPR_RESULT_FILE}")
+        found = newest_checkpoint(fs, trial_dir, up_to=logged)
         gone = PurePosixPath(checkpoint.path).name
         if found is None:
             manager._latest_checkpoint_result = None
             manager._checkpoint_results = []
             print(
                 f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone and no newer "
-                "one has its metrics: it starts over",
+                "one has its metrics and rows: it starts over",
                 flush=True,
             )
             return
@@ -222,9 +225,13 @@ class CheckpointGuard(Callback):
         )
 
 
-def newest_checkpoint(fs: Any, trial_dir: str) -> tuple[str, int, dict[str, Any]] | None:
-    """The newest ``checkpoint_NNNNNN`` folder in ``trial_dir`` whose metrics file is readable:
-    (path, index, metrics); None without one."""
+def newest_checkpoint(
+    fs: Any, trial_dir: str, up_to: int | None = None
+) -> tuple[str, int, dict[str, Any]] | None:
+    """The newest ``checkpoint_NNNNNN`` folder in ``trial_dir`` whose metrics file is readable,
+    of training iteration ``up_to`` at most (the last row of the trial's result.json: a trial
+    restored past its rows would leave the ones in between missing): (path, index, metrics);
+    None without one."""
     try:
         infos = fs.get_file_info(pafs.FileSelector(trial_dir))
     except OSError:
@@ -242,7 +249,9 @@ def newest_checkpoint(fs: Any, trial_dir: str) -> tuple[str, int, dict[str, Any]
                 metrics = json.loads(f.read())
         except (OSError, ValueError):
             continue
-        if isinstance(metrics, dict) and TRAINING_ITERATION in metrics:
+        if not isinstance(metrics, dict) or TRAINING_ITERATION not in metrics:
+            continue
+        if up_to is None or metrics[TRAINING_ITERATION] <= up_to:
             return path, index, metrics
     return None
 
@@ -250,6 +259,46 @@ def newest_checkpoint(fs: Any, trial_dir: str) -> tuple[str, int, dict[str, Any]
 # ------------------------------------------------------------------------------------------------
 # A restarted trial's result files: the rows after its checkpoint are dropped, not written twice
 # ------------------------------------------------------------------------------------------------
+
+
+def writes_in_sweep_folder(trial: Any) -> bool:
+    """Whether a trial's ``result.json`` and ``progress.csv`` are written in the sweep folder
+    itself. Tune writes them in a staging folder under /tmp/ray and copies that to the sweep
+    folder in the background at each save of its state, so that a SIGKILLed driver left the
+    sweep folder a few rows behind the checkpoints the trainable had written there itself; a
+    resumed trial pointed at the newest of those (``CheckpointGuard``) then lacked the rows in
+    between (CI: 3 of 24 missing). With the sweep folder on this machine the files are written
+    in it directly, each row flushed before its checkpoint is registered; on remote storage,
+    Tune's staging as before (and the guard picks no checkpoint past the rows there)."""
+    return getattr(trial.storage.storage_filesystem, "type_name", None) == "local"
+
+
+def result_file(trial: Any, name: str) -> Path:
+    """Where the trial's result file ``name`` is written (``writes_in_sweep_folder``)."""
+    if writes_in_sweep_folder(trial):
+        path = Path(trial.path, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+    return Path(trial.local_path, name)
+
+
+def last_logged_iteration(fs: Any, path: str) -> int:
+    """The last training iteration of the ``result.json`` at ``path`` on ``fs`` (0 without)."""
+    try:
+        with fs.open_input_stream(path) as f:
+            lines = f.read().splitlines()
+    except (OSError, FileNotFoundError):
+        return 0
+    last = 0
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:  # a torn last line
+            continue
+        iteration = row.get("training_iteration") if isinstance(row, dict) else None
+        if isinstance(iteration, int | float):
+            last = max(last, int(iteration))
+    return last
 
 
 def restart_iteration(trial: Any) -> int:
@@ -321,14 +370,23 @@ def trim_progress_csv(path: Path, keep_through: int) -> int:
 
 
 class ResultJsonLogger(JsonLoggerCallback):
-    """Tune's ``result.json`` logger, which appends to the file it brings back from the sweep
-    folder; here a trial that (re)starts from a checkpoint (retried after a failure, resumed
+    """Tune's ``result.json`` logger, writing in the sweep folder itself where it can
+    (``writes_in_sweep_folder``; else appending to the staged file Tune brings back from
+    there); a trial that (re)starts from a checkpoint (retried after a failure, resumed
     after an interruption) has its rows past that checkpoint removed first, so that no (trial,
     iteration) row is there twice. Read from Ray 2.60.0 (``ray/tune/logger/json.py``)."""
 
     def log_trial_start(self, trial: Any) -> None:
-        super().log_trial_start(trial)  # the file restored from storage, open for appending
-        trim_result_json(Path(trial.local_path, EXPR_RESULT_FILE), restart_iteration(trial))
+        path = result_file(trial, EXPR_RESULT_FILE)
+        if writes_in_sweep_folder(trial):
+            if trial in self._trial_files:
+                self._trial_files.pop(trial).close()
+            trial.init_local_path()  # params.json goes there: Tune copies it over
+            self.update_config(trial, trial.config)
+            self._trial_files[trial] = path.open("at")
+        else:
+            super().log_trial_start(trial)  # the file restored from storage, open to append
+        trim_result_json(path, restart_iteration(trial))
 
 
 class ProgressCsvLogger(CSVLoggerCallback):
@@ -342,8 +400,14 @@ class ProgressCsvLogger(CSVLoggerCallback):
             self._trial_csv.pop(trial, None)
 
     def _setup_trial(self, trial: Any) -> None:
-        super()._setup_trial(trial)  # the file restored from storage, open for appending
-        path = Path(trial.local_path, EXPR_PROGRESS_FILE)
+        path = result_file(trial, EXPR_PROGRESS_FILE)
+        if writes_in_sweep_folder(trial):
+            if trial in self._trial_files:
+                self._trial_files.pop(trial).close()
+            self._trial_files[trial] = path.open("at")
+            self._trial_csv[trial] = None
+        else:
+            super()._setup_trial(trial)  # the file restored from storage, open for appending
         trim_progress_csv(path, restart_iteration(trial))
         self._trial_continue[trial] = path.exists() and path.stat().st_size > 0
         if self._trial_continue[trial]:
