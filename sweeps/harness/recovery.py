@@ -286,19 +286,21 @@ def last_logged_iteration(fs: Any, path: str) -> int:
     """The last training iteration of the ``result.json`` at ``path`` on ``fs`` (0 without)."""
     try:
         with fs.open_input_stream(path) as f:
-            lines = f.read().splitlines()
-    except (OSError, FileNotFoundError):
+            lines = f.read().splitlines(keepends=True)
+    except OSError:
         return 0
-    last = 0
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:  # a torn last line
-            continue
-        iteration = row.get("training_iteration") if isinstance(row, dict) else None
-        if isinstance(iteration, int | float):
-            last = max(last, int(iteration))
-    return last
+    return int(max((i for i in map(_row_iteration, lines) if i is not None), default=0))
+
+
+def _row_iteration(line: bytes) -> float | None:
+    """The training iteration of one whole line of a ``result.json``; None for a torn write
+    (no newline, not JSON, not UTF-8) or a row without one."""
+    try:
+        row = json.loads(line) if line.endswith(b"\n") else None
+    except ValueError:
+        return None
+    iteration = row.get("training_iteration") if isinstance(row, dict) else None
+    return iteration if isinstance(iteration, int | float) else None
 
 
 def restart_iteration(trial: Any) -> int:
@@ -326,12 +328,8 @@ def trim_result_json(path: Path, keep_through: int) -> int:
         return 0
     kept, dropped = [], 0
     for line in data.splitlines(keepends=True):
-        try:
-            row = json.loads(line) if line.endswith(b"\n") else None
-        except ValueError:  # not JSON (a torn write), or not UTF-8
-            row = None
-        iteration = row.get("training_iteration") if isinstance(row, dict) else None
-        if isinstance(iteration, int | float) and iteration <= keep_through:
+        iteration = _row_iteration(line)
+        if iteration is not None and iteration <= keep_through:
             kept.append(line)
         elif line.strip():
             dropped += 1
