@@ -1,6 +1,7 @@
 """APPO's loss options (sweeps/algorithms/appo_loss.py): the copy of RLlib's loss is RLlib's loss,
 the added line standardises over the loss-masked steps only, V-trace's λ is RLlib's V-trace at
-1 and GAE on-policy, and V-trace over the flat minibatch gives each chunk its own V-trace."""
+1 and GAE on-policy, and V-trace over the flat minibatch gives each chunk its own V-trace; IMPALA's
+(sweeps/algorithms/impala_loss.py) over whole chunks is RLlib's loss where the rows cut no trace."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def test_the_switches_take_only_a_bool(key, check, value):
 
 
 @pytest.mark.parametrize("key", [key for key, _ in SWITCHES])
-def test_only_the_suites_appo_learner_takes_the_switches(key):
+def test_the_suites_learners_take_the_switches_theirs_read(key):
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
@@ -60,30 +61,42 @@ def test_only_the_suites_appo_learner_takes_the_switches(key):
 
     on = {key: True}
     check_learner_settings(APPOConfig().training(learner_config_dict=on))
-    with pytest.raises(ValueError, match="only the suite's APPO learner"):
+    if key == "vtrace_whole_chunks":  # IMPALA's learner reads it too (impala_loss.py)
         check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
+    else:
+        with pytest.raises(ValueError, match="only the suite's APPO learner"):
+            check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
     with pytest.raises(UsageError, match="must be true or false"):
         apply_settings(APPOConfig(), [("learner_config_dict", {key: "on"})])
 
 
 @pytest.fixture(scope="module")
 def cartpole_learner():
-    """The suite's APPO learner on CartPole, built in this process (no Ray), and one batch of
-    random states in RLlib's layout: ROWS fragments of FRAGMENT steps, the last of each masked off
-    (as RLlib appends one step per chunk), one episode ending mid-batch, the actions' behaviour
-    log-probs the module's own (on-policy: every probability ratio is 1)."""
+    """The suite's APPO learner on CartPole and a batch (:func:`_on_cartpole`)."""
     from ray.rllib.algorithms.appo import APPOConfig
+
+    return _on_cartpole(APPOConfig().training(clip_param=0.2, entropy_coeff=0.01))
+
+
+@pytest.fixture(scope="module")
+def impala_learner():
+    """The suite's IMPALA learner on CartPole and a batch (:func:`_on_cartpole`)."""
+    from ray.rllib.algorithms.impala import IMPALAConfig
+
+    return _on_cartpole(IMPALAConfig().training(entropy_coeff=0.01))
+
+
+def _on_cartpole(config):
+    """The suite's learner for ``config`` on CartPole, built in this process (no Ray), and one
+    batch of random states in RLlib's layout: ROWS fragments of FRAGMENT steps, the last of each
+    masked off (as RLlib appends one step per chunk), one episode ending mid-batch, the actions'
+    behaviour log-probs the module's own (on-policy: every probability ratio is 1)."""
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.core.columns import Columns
 
     from sweeps.algorithms.vtrace import bootstrapped_learner
 
-    config = (
-        APPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(rollout_fragment_length=FRAGMENT)
-        .training(clip_param=0.2, entropy_coeff=0.01)
-    )
+    config = config.environment("CartPole-v1").env_runners(rollout_fragment_length=FRAGMENT)
     config.training(learner_class=bootstrapped_learner(config))
     learner = config.build_learner(env=gym.make("CartPole-v1"))
     module = learner.module[DEFAULT_MODULE_ID].unwrapped()
@@ -324,3 +337,27 @@ def test_whole_chunks_on_rows_that_hold_one_chunk_each_is_rllibs_loss(cartpole_l
     expected = _loss(learner, config, batch, learner.compute_loss_for_module)
     ours = _loss(learner, config, batch, learner.compute_loss_for_module, vtrace_whole_chunks=True)
     assert ours == pytest.approx(expected, rel=1e-5)
+
+
+def test_impala_over_whole_chunks_on_rows_that_hold_one_chunk_each_is_rllibs_loss(impala_learner):
+    learner, config, batch = impala_learner
+    expected = _loss(learner, config, batch, learner.compute_loss_for_module)
+    ours = _loss(learner, config, batch, learner.compute_loss_for_module, vtrace_whole_chunks=True)
+    assert ours == pytest.approx(expected, rel=1e-5)
+
+
+def test_impala_over_whole_chunks_runs_each_trace_past_rllibs_rows(impala_learner):
+    # Rows of 5 steps over chunks of 9 (8 real and the appended one): RLlib's rows cut each
+    # chunk's traces at step 5, the whole-chunks loss does not.
+    from ray.rllib.core.columns import Columns
+
+    learner, config, batch = impala_learner
+    mask = torch.ones(FRAGMENT * ROWS)
+    mask[8::9] = 0.0
+    drifting = {**batch, Columns.LOSS_MASK: mask.bool()}
+    rllib = _loss(learner, config, drifting, learner.compute_loss_for_module)
+    ours = _loss(
+        learner, config, drifting, learner.compute_loss_for_module, vtrace_whole_chunks=True
+    )
+    assert ours[0] != pytest.approx(rllib[0], rel=1e-4)
+    assert all(math.isfinite(x) for x in ours)

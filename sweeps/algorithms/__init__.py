@@ -16,8 +16,9 @@
   :mod:`~sweeps.algorithms.kl_lr` are their optional entropy target and learning-rate scales (by
   the KL, by the training return), :mod:`~sweeps.algorithms.training_return` hands both the
   training return, :mod:`~sweeps.algorithms.adam_eps` sets their Adam's epsilon, and
-  :mod:`~sweeps.algorithms.appo_loss` is APPO's optional standardised advantages
-  (``learner_config_dict``) and V-trace's λ (``lambda_``, which RLlib's APPO learner ignores).
+  :mod:`~sweeps.algorithms.appo_loss` is APPO's optional standardised advantages and V-trace over
+  whole chunks (``learner_config_dict``) and V-trace's λ (``lambda_``, which RLlib's APPO learner
+  ignores); :mod:`~sweeps.algorithms.impala_loss` is IMPALA's V-trace over whole chunks.
 * :mod:`sweeps.algorithms.fast_cnn`: RLlib's default IMPALA / APPO / DQN modules with the Atari
   net's symmetric padding done by the conv (same parameters, same outputs).
 

@@ -21,9 +21,10 @@ Use: ``config.training(learner_class=bootstrapped_learner(config))``
 (``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
 same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
 under the policy's entropy) and an optional KL-adapted learning rate
-(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it; APPO's optionally
-standardises its advantages per minibatch and takes V-trace with the config's ``lambda_``, which
-RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``).
+(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it, and both can run
+V-trace over whole chunks (``sweeps/algorithms/appo_loss.py``, ``impala_loss.py``); APPO's
+optionally standardises its advantages per minibatch and takes V-trace with the config's
+``lambda_``, which RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from ray.rllib.core.columns import Columns
 from sweeps.algorithms.adam_eps import AdamEps
 from sweeps.algorithms.appo_loss import APPOLossOptions
 from sweeps.algorithms.entropy_target import EntropyTarget
+from sweeps.algorithms.impala_loss import IMPALALossOptions
 from sweeps.algorithms.kl_lr import KLAdaptiveLR
 
 # log rho = target logp - behaviour logp <= 0 - OFF_POLICY = -50: rho = 2e-22, i.e. 0 in float32
@@ -69,18 +71,19 @@ class _KeepBootstrap:
 
 
 class BootstrappedIMPALATorchLearner(
-    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALATorchLearner
+    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALALossOptions, IMPALATorchLearner
 ):
     """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, learning-rate scales and Adam epsilon)."""
+    optional entropy target, learning-rate scales, Adam epsilon and V-trace over whole
+    chunks)."""
 
 
 class BootstrappedAPPOTorchLearner(
     AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, APPOLossOptions, APPOTorchLearner
 ):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, learning-rate scales, Adam epsilon, standardised advantages and
-    V-trace's λ)."""
+    optional entropy target, learning-rate scales, Adam epsilon, standardised advantages,
+    V-trace's λ and V-trace over whole chunks)."""
 
 
 def bootstrapped_learner(config: Any) -> type:

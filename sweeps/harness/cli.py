@@ -170,8 +170,8 @@ def check_learner_settings(config: Any) -> None:
         raise ValueError(f"unknown key(s) {unknown}; the suite's learners read {list(known)}")
     if settings and not isinstance(config, IMPALAConfig):
         raise ValueError(f"only the suite's IMPALA and APPO learners read {sorted(settings)}")
-    if set(settings) & set(appo_loss.KEYS) and not isinstance(config, APPOConfig):
-        raise ValueError(f"only the suite's APPO learner reads {list(appo_loss.KEYS)}")
+    if appo_loss.KEY in settings and not isinstance(config, APPOConfig):
+        raise ValueError(f"only the suite's APPO learner reads {[appo_loss.KEY]}")
     entropy_target.check_target(settings)
     kl_lr.check_kl_target(settings)
     kl_lr.check_return_scale(settings)
