@@ -120,18 +120,19 @@ def _on_cartpole(config):
     return learner, config, batch
 
 
-def _loss(learner, config, batch, fn, lambda_=1.0, **learner_config):
+def _loss(learner, config, batch, fn, lambda_=None, **learner_config):
     """``fn``'s loss (and the policy loss it logged) with ``learner_config`` as the
-    learner settings and ``lambda_`` as the config's."""
+    learner settings and ``lambda_``, where given, as the (APPO) config's."""
+    from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
 
-    config = config.copy(copy_frozen=False).training(
-        learner_config_dict=learner_config, lambda_=lambda_
-    )
+    lam = {} if lambda_ is None else {"lambda_": lambda_}
+    config = config.copy(copy_frozen=False).training(learner_config_dict=learner_config, **lam)
     fwd_out = learner.module[DEFAULT_MODULE_ID].forward_train(batch)
     loss = fn(module_id=DEFAULT_MODULE_ID, config=config, batch=batch, fwd_out=fwd_out)
-    logged = learner.metrics.peek((DEFAULT_MODULE_ID, POLICY_LOSS_KEY))
+    logs = POLICY_LOSS_KEY if isinstance(config, APPOConfig) else "mean_pi_loss"  # IMPALA's
+    logged = learner.metrics.peek((DEFAULT_MODULE_ID, logs))
     return float(loss.detach()), float(logged)
 
 
