@@ -34,7 +34,6 @@ from typing import Any
 from ray.rllib.algorithms.appo import APPOConfig
 
 from sweeps import vtrace_family
-from sweeps.algorithms import appo_loss
 from sweeps.harness import runner
 from sweeps.workloads.pong import PONG
 
@@ -43,13 +42,10 @@ from sweeps.workloads.pong import PONG
 # busy learner had not reached), in 3 passes as PPO's Atari recipes take (the net leaves the
 # learner time for them), with PPO's tighter clip of 0.2 around the target network's policy
 # (RLlib's 0.4 let the policy swing more between passes): results/pong/candidates/CURVES.md.
-# The family's floor under the entropy (vtrace_family.PONG_FLOOR), with V-trace run over whole
-# chunks (sweeps/algorithms/appo_loss.py): RLlib's rows drift across the chunks and cut the traces
-# short; over whole chunks the return rose sooner on each seed probed (results/pong/candidates/).
-WHOLE_CHUNKS = {appo_loss.CHUNKS_KEY: True}
+# The family's floor under the entropy and V-trace over whole chunks (vtrace_family.PONG_LEARNER)
+# come with PONG_TUNED.
 TUNED: dict[str, Any] = {
     **vtrace_family.PONG_TUNED,
-    "learner_config_dict": {**vtrace_family.PONG_FLOOR, **WHOLE_CHUNKS},
     "num_epochs": 3,
     "clip_param": 0.2,
     "target_network_update_freq": 2,
@@ -68,11 +64,9 @@ def make_config(args: argparse.Namespace) -> APPOConfig:
 def sample_params(trial: Any) -> dict[str, Any]:
     """The V-trace family's Pong space (with the entropy floor) plus APPO's clip,
     target-network period and V-trace's λ (PPO's Atari recipes take 0.95;
-    sweeps/algorithms/appo_loss.py); V-trace over whole chunks in every trial."""
-    space = vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0))
+    sweeps/algorithms/appo_loss.py)."""
     return {
-        **space,
-        "learner_config_dict": {**space["learner_config_dict"], **WHOLE_CHUNKS},
+        **vtrace_family.sample_pong(trial, lr=(1e-4, 2e-3), vf_loss_coeff=(0.5, 1.0)),
         "clip_param": trial.suggest_float("hp/clip_param", 0.1, 0.4),
         "target_network_update_freq": trial.suggest_categorical("hp/target_update", [1, 2, 4]),
         "lambda": trial.suggest_categorical("hp/lambda", [0.9, 0.95, 1.0]),  # config.lambda_

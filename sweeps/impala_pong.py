@@ -10,13 +10,14 @@ How to run
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
 RLlib's classic 42x42 net (``rllib_config.RLLIB_42_FILTERS``; its padding fused:
 sweeps/algorithms/fast_cnn.py), V-trace targets that keep the bootstrap value
-(sweeps/algorithms/vtrace.py), 20-step fragments trained once in minibatches of 160, weights
-broadcast after every update, global-norm gradient clip 40, lr 5e-4 annealed to 5e-5 over 6M env
-steps, entropy 0.002 annealed to 0 over 3M and APPO's floor under the policy's entropy (an entropy
-target over the training return: 0.6 nats until the return reaches -15, lowered to 0.1 by -5):
-APPO's recipe without its clip and target network, with the learning rate's decay that held
-IMPALA's policy where it had collapsed without it. Trials are judged by the training return (the
-mean of the last 20 games). ASHA runs over env steps sampled: rungs at 1.5M and 4.5M, at most 6M.
+(sweeps/algorithms/vtrace.py) run over whole chunks (sweeps/algorithms/impala_loss.py), 20-step
+fragments trained once in minibatches of 160, weights broadcast after every update, global-norm
+gradient clip 40, lr 5e-4 annealed to 5e-5 over 6M env steps, entropy 0.002 annealed to 0 over 3M
+and APPO's floor under the policy's entropy (an entropy target over the training return: 0.6 nats
+until the return reaches -15, lowered to 0.1 by -5): APPO's recipe without its clip and target
+network, with the learning rate's decay that held IMPALA's policy where it had collapsed without
+it. Trials are judged by the training return (the mean of the last 20 games). ASHA runs over env
+steps sampled: rungs at 1.5M and 4.5M, at most 6M.
 
 Results to expect
 -----------------

@@ -112,7 +112,7 @@ def test_the_cpu_recipe(algo: str) -> None:
     """Trial 0 of the V-trace Pong sweeps: one runner stepping 32 games in one vector env,
     the suite's 42x42 net, sticky actions off; 20-step fragments trained in minibatches of 160
     (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
-    update, with a floor under the entropy keyed to the training return; APPO's V-trace over whole
+    update, with a floor under the entropy keyed to the training return and V-trace over whole
     chunks."""
     from sweeps.workloads.rllib_config import PONG_MODEL, RLLIB_42_FILTERS
 
@@ -131,9 +131,11 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.num_epochs == (3 if algo == "appo" else 1)  # passes over each batch
     assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
     # a floor under the entropy, lowered as the training return rises
-    floor = {"entropy_target": [[-15, 0.6], [-5, 0.1]], "entropy_target_by": "return"}
-    chunks = {"vtrace_whole_chunks": True} if algo == "appo" else {}
-    assert config.learner_config_dict == {**floor, **chunks}
+    assert config.learner_config_dict == {
+        "entropy_target": [[-15, 0.6], [-5, 0.1]],
+        "entropy_target_by": "return",
+        "vtrace_whole_chunks": True,
+    }
     if algo == "appo":
         assert config.clip_param == 0.2
         assert config.use_circular_buffer is False and config.simple_queue_size == 2
@@ -142,14 +144,14 @@ def test_the_cpu_recipe(algo: str) -> None:
         assert config.learner_queue_size == 2
 
 
-def test_every_appo_pong_trial_runs_vtrace_over_whole_chunks() -> None:
+@pytest.mark.parametrize("algo", ["impala", "appo"])
+def test_every_vtrace_pong_trial_runs_vtrace_over_whole_chunks(algo: str) -> None:
     """The search space keeps the switch beside the sampled entropy floor."""
     import optuna
 
-    from sweeps import appo_pong
-
+    module = importlib.import_module(f"sweeps.{algo}_pong")
     trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
-    settings = appo_pong.sample_params(trial)["learner_config_dict"]
+    settings = module.sample_params(trial)["learner_config_dict"]
     assert settings["vtrace_whole_chunks"] is True
     assert settings["entropy_target_by"] == "return"
 
