@@ -27,8 +27,8 @@ How to run
 ASHA runs over env steps sampled: grace period 500k steps, reduction factor 3, max 4M steps.
 
 Frames are the suite's Pong frames (``envs/pong.py``: 42x42, stacked 4 in ale-py's C++ vector
-env, 8 games per runner) and the model is DQN's, the value-based methods' 42x42 net
-(``sweeps/workloads/rllib_config.VALUE_42_FILTERS``); of the old settings above, only the
+env, 8 games per runner) and the model is the suite's 42x42 net, DQN's
+(``sweeps/workloads/rllib_config.PONG_MODEL``); of the old settings above, only the
 learning rate, target period and replay size are re-tuned for them.
 
 Results to expect
@@ -48,7 +48,6 @@ from typing import Any
 from sweeps import dqn_family
 from sweeps.harness import keys, runner
 from sweeps.workloads.pong import PONG
-from sweeps.workloads.rllib_config import VALUE_42_FILTERS
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
 # (sweeps/dqn_family.py), and DQN's Pong learning rate and target period: 1e-4, the target net
@@ -76,7 +75,7 @@ def make_config(args: argparse.Namespace):
         training_return_max_epsilon=dqn_family.PONG_FINAL_EPSILON,
     )
     config.env_runners(rollout_fragment_length=50)
-    return PONG.configure(config, args, conv_filters=VALUE_42_FILTERS)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

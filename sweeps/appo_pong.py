@@ -9,7 +9,8 @@ How to run
     python sweeps/appo_pong.py --num-env-runners 14    # on a GPU box: learner on the GPU
 
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
-the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``), V-trace targets that
+the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``, DQN's and Ape-X's
+too), V-trace targets that
 keep the bootstrap value (sweeps/algorithms/vtrace.py) run over whole chunks
 (sweeps/algorithms/appo_loss.py), 20-step fragments in 500-step batches,
 each batch trained in 3 passes of minibatches of 160 with the surrogate clipped at 0.2, lr 5e-4,
@@ -39,8 +40,8 @@ from sweeps.workloads.pong import PONG
 
 # RLlib's tuned pong_appo.py losses on the V-trace family's recipe (sweeps/vtrace_family.py),
 # each batch trained in order through a short queue (APPO's circular buffer dropped batches the
-# busy learner had not reached), in 3 passes as PPO's Atari recipes take (the net leaves the
-# learner time for them), with PPO's tighter clip of 0.2 around the target network's policy
+# busy learner had not reached), in 3 passes as PPO's Atari recipes take (on 2 cores they cost
+# env steps/s: results/pong/THROUGHPUT.md), with PPO's tighter clip of 0.2 around the target network's policy
 # (RLlib's 0.4 let the policy swing more between passes): results/pong/candidates/CURVES.md.
 # The family's floor under the entropy and V-trace over whole chunks (vtrace_family.PONG_LEARNER)
 # come with PONG_TUNED.

@@ -8,8 +8,8 @@ How to run
         --stop-train-time-s 5400                 # a run to 18 or 90 minutes
 
 Trial 0 is sized for 2 CPU cores: one env runner stepping 8 games (42x42 frames, the
-value-based methods' 42x42 net ``sweeps/workloads/rllib_config.VALUE_42_FILTERS``: DQN did not
-learn on the cheaper ``PONG_MODEL``), 32-step fragments, and 16 updates of 64 replayed steps per
+suite's 42x42 net ``sweeps/workloads/rllib_config.PONG_MODEL``: DQN did not learn on the cheaper
+``CHEAP_42_FILTERS``), 32-step fragments, and 16 updates of 64 replayed steps per
 256 sampled (a replay ratio of 4: RLlib's ``training_intensity`` counts the driver's idle local
 env runner too, so its 2 here is 4 trained per sampled env step), lr 1e-4,
 Rainbow's extensions, a 100k prioritized replay, the target net synced every 8k env steps and
@@ -40,7 +40,6 @@ from sweeps.algorithms.columnar_dqn import ColumnarDQNConfig
 from sweeps.algorithms.columnar_replay import ColumnarPrioritizedEpisodeReplayBuffer
 from sweeps.harness import runner
 from sweeps.workloads.pong import PONG
-from sweeps.workloads.rllib_config import VALUE_42_FILTERS
 
 # Sized for 2 CPU cores (see the docstring): Rainbow's extensions (sweeps/dqn_family.py), replay
 # scaled down, updates of 64 at a replay ratio of 4.
@@ -66,7 +65,7 @@ FRAGMENT = 32
 def make_config(args: argparse.Namespace) -> ColumnarDQNConfig:
     config = ColumnarDQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=FRAGMENT)
-    return PONG.configure(config, args, conv_filters=VALUE_42_FILTERS)
+    return PONG.configure(config, args)
 
 
 def sample_params(trial: Any) -> dict[str, Any]:

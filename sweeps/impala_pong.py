@@ -58,8 +58,10 @@ TUNED: dict[str, Any] = {
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
     config = IMPALAConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
-    # RLlib's classic 42x42 net: on the suite's cheaper net IMPALA's policy stayed uniform for
-    # 3M env steps on seed 0 (results/pong/candidates/CURVES.md, pong-impala-net-s0)
+    # RLlib's classic 42x42 net: on the 2013 DQN net (rllib_config.CHEAP_42_FILTERS) IMPALA's
+    # policy stayed uniform for 3M env steps on seed 0, and on the suite's PONG_MODEL it rose
+    # later than on this one (results/pong/candidates/CURVES.md: pong-impala-net-s0,
+    # pong-impala-v42-s0 against pong-impala-chunks-s0)
     return PONG.configure(config, args, conv_filters=RLLIB_42_FILTERS)
 
 

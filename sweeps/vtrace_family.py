@@ -76,8 +76,8 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------
 # Pong, on a 2-core CPU machine: one env runner stepping 32 games in ale-py's C++ vector env (42x42
-# frames, envs/pong.py), inference batched over the 32, the suite's 42x42 Atari net
-# (sweeps/workloads/rllib_config.PONG_MODEL, cheap enough for several passes per batch); the
+# frames, envs/pong.py), inference batched over the 32, a 42x42 Atari net (each sweep file names
+# its own: sweeps/workloads/rllib_config.py); the
 # learner trains in the driver on the other core with one torch thread. A GPU box scales the same
 # recipe with --num-env-runners (the learner takes the GPU).
 # What both learn Pong with here (each sweep file adds its loss settings, passes and queue):

@@ -114,13 +114,13 @@ def test_the_cpu_recipe(algo: str) -> None:
     (APPO in 3 passes, IMPALA in one) through a short queue, weights broadcast after every
     update, with a floor under the entropy keyed to the training return and V-trace over whole
     chunks."""
-    from sweeps.workloads.rllib_config import PONG_MODEL, RLLIB_42_FILTERS
+    from sweeps.workloads.rllib_config import PONG_42_FILTERS, RLLIB_42_FILTERS
 
     config = _config(algo)
     assert config.num_env_runners == 1 and config.num_envs_per_env_runner == 32
     assert config.gym_env_vectorize_mode == "vector_entry_point"
     assert config.clip_rewards is True
-    net = PONG_MODEL["conv_filters"] if algo == "appo" else RLLIB_42_FILTERS
+    net = PONG_42_FILTERS if algo == "appo" else RLLIB_42_FILTERS
     assert config.model_config["conv_filters"] == net
     assert config.evaluation_interval is None  # judged by the training return
     assert validate_pong_config(config.env_config)["repeat_action_probability"] == 0.0
@@ -185,13 +185,15 @@ def test_the_dqn_cpu_recipe_replays_4_steps_per_sampled_step() -> None:
     assert config.lr == 1e-4 and config.n_step == 3 and config.double_q and config.dueling
 
 
-@pytest.mark.parametrize("algo", ["dqn", "apex"])
-def test_the_value_based_recipes_use_the_value_net(algo: str) -> None:
-    """DQN and Ape-X learn Pong on the 42x42 net with a 5x5 map before its dense layer, not on
-    the V-trace methods' cheaper PONG_MODEL."""
-    from sweeps.workloads.rllib_config import VALUE_42_FILTERS
+@pytest.mark.parametrize("algo", ["dqn", "apex", "appo"])
+def test_the_recipes_learn_on_the_suites_net(algo: str) -> None:
+    """DQN, Ape-X and APPO learn Pong on the workload's 42x42 net, with a 5x5 map before its
+    dense layer, not on the cheaper 2013 DQN net whose 3x3 map stalled them."""
+    from sweeps.workloads.rllib_config import CHEAP_42_FILTERS, PONG_MODEL
 
-    assert _config(algo).model_config["conv_filters"] == VALUE_42_FILTERS
+    net = _config(algo).model_config["conv_filters"]
+    assert net == PONG_MODEL["conv_filters"] != CHEAP_42_FILTERS
+    assert net[-1][1] == 5  # the dense layer as a conv over the 5x5 map
 
 
 def test_the_apex_recipe_reads_its_training_return_at_dqns_final_epsilon() -> None:

@@ -64,8 +64,9 @@ class Pong(Workload):
 
     def configure(self, config: Any, args: argparse.Namespace, **model: Any) -> Any:
         """Each env runner steps all its games in one ale-py vector env (the vector entry
-        point), and the model is RLlib's classic small Atari net for 42x42 frames
-        (``rllib_config.PONG_MODEL``; a larger ``dim`` in the env config takes the 64x64 net).
+        point), and the model is the suite's Atari net for 42x42 frames
+        (``rllib_config.PONG_MODEL``; a larger ``dim`` in the env config takes the 64x64 net;
+        ``model`` keys override it).
         Rewards are clipped for training only."""
         from envs import PONG
         from envs.pong import PONG_DEFAULTS as ENV_DEFAULTS

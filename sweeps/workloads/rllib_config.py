@@ -81,29 +81,29 @@ def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None
     return FlattenObservations()
 
 
-# The Atari net for 42x42 frames (42 -> 9x9x16 -> 3x3x32 -> 256): the layers of the 2013 DQN
-# net (Mnih et al., "Playing Atari with Deep Reinforcement Learning": 16 8x8 filters stride 4, 32
-# 4x4 stride 2, 256 units), its dense layer written as a 3x3 "valid" conv; the value function
-# shares the encoder. A quarter of the multiply-adds of RLlib's classic 42x42 net
-# (``RLLIB_42_FILTERS``) and about a sixth of its training cost on one CPU core, so the runner
-# infers faster and the learner can take several passes over each batch
-# (results/pong/THROUGHPUT.md). By env steps APPO learned Pong on it as on that net; IMPALA did
-# not, and keeps that net (sweeps/impala_pong.py; results/pong/candidates/CURVES.md).
+# The suite's Atari net for 42x42 frames (42 -> 13x13x16 -> 5x5x32 -> 256), all four Pong
+# sweeps learn on it; the value function shares the encoder. Its 5x5 map before the dense layer
+# is what makes Pong learnable: on the cheaper 3x3 map of ``CHEAP_42_FILTERS`` DQN never learned
+# and IMPALA's and APPO's policies stayed uniform for millions of env steps on some seeds, where
+# on this net APPO's rose from 0.6-0.8M on each seed tried (results/pong/candidates/CURVES.md:
+# pong-dqn-*, pong-impala-net-s0, pong-appo-net-s*). About a third of the training cost of
+# RLlib's classic 42x42 net (``RLLIB_42_FILTERS``, whose 11x11 map is the costly part).
+PONG_42_FILTERS: list[list[Any]] = [[16, 6, 3, "valid"], [32, 4, 2, "valid"], [256, 5, 1, "valid"]]
 PONG_MODEL: dict[str, Any] = {
-    "conv_filters": [[16, 8, 4, "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]],
+    "conv_filters": PONG_42_FILTERS,
     "conv_activation": "relu",
     "head_fcnet_hiddens": [256],
     "vf_share_layers": True,
 }
-# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256), the suite's
-# Pong net before PONG_MODEL: --set 'model_config={"conv_filters": [[16, 4, 2], [32, 4, 2],
-# [256, 11, 1, "valid"]]}' brings it back.
+# The 2013 DQN net's layers (Mnih et al.: 16 8x8 filters stride 4, 32 4x4 stride 2, 256 units;
+# 42 -> 9x9x16 -> 3x3x32), the dense layer as a 3x3 "valid" conv: a sixth of RLlib's classic
+# net's training cost on one CPU core, but too coarse to learn Pong here reliably (above). The
+# suite's Pong net before PONG_42_FILTERS: --set 'model_config={"conv_filters": [[16, 8, 4,
+# "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]]}' brings it back.
+CHEAP_42_FILTERS: list[list[Any]] = [[16, 8, 4, "valid"], [32, 4, 2, "valid"], [256, 3, 1, "valid"]]
+# RLlib's classic small Atari net for 42x42 frames (42 -> 21 -> 11 -> 1x1x256): --set
+# 'model_config={"conv_filters": [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]]}'.
 RLLIB_42_FILTERS: list[list[Any]] = [[16, 4, 2], [32, 4, 2], [256, 11, 1, "valid"]]
-# The value-based methods' 42x42 net (42 -> 13x13x16 -> 5x5x32 -> 256): DQN did not learn Pong
-# on PONG_MODEL (its 3x3 map before the dense layer, at any target period tried) and learned on
-# RLLIB_42_FILTERS, whose 11x11 map costs ~5x PONG_MODEL per update; this one keeps a finer map
-# at about a third of that cost (results/pong/candidates/CURVES.md: pong-dqn-* probes).
-VALUE_42_FILTERS: list[list[Any]] = [[16, 6, 3, "valid"], [32, 4, 2, "valid"], [256, 5, 1, "valid"]]
 
 
 def atari_module(config: AlgorithmConfig, model: dict[str, Any]) -> AlgorithmConfig:
