@@ -453,8 +453,8 @@ def test_the_pong_sweeps_are_sized_for_a_cpu_and_dry_run_shows_it(tmp_path, caps
 
     assert appo_pong.main(["--dry-run", "--storage-path", str(tmp_path / "runs")]) == 0
     out = capsys.readouterr().out
-    assert "ASHA judges trials at 1,500,000, 4,500,000 env steps" in out
+    assert "ASHA judges trials at 1,500,000 env steps" in out
     assert "greedy evaluation off (trials judged by the training return)" in out
     assert "a checkpoint every 30 iteration(s)" in out
-    assert "env_steps >= 6e+06" in out
+    assert "env_steps >= 4e+06" in out  # APPO's recipe reaches 18 well before
     assert not (tmp_path / "runs").exists()
