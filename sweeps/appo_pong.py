@@ -10,9 +10,8 @@ How to run
 
 Trial 0 is the recipe: one env runner stepping 32 games in ale-py's C++ vector env (42x42 frames),
 the suite's 42x42 Atari net (``sweeps/workloads/rllib_config.PONG_MODEL``, DQN's and Ape-X's
-too), V-trace targets that
-keep the bootstrap value (sweeps/algorithms/vtrace.py) run over whole chunks
-(sweeps/algorithms/appo_loss.py), 20-step fragments in 500-step batches,
+too), V-trace targets that keep the bootstrap value (sweeps/algorithms/vtrace.py) run over whole
+chunks (sweeps/algorithms/appo_loss.py), 20-step fragments in 500-step batches,
 each batch trained in 3 passes of minibatches of 160 with the surrogate clipped at 0.2, lr 5e-4,
 entropy 0.002 annealed to 0 over 3M env steps, and a floor under the policy's entropy that comes
 down as the policy learns to play (an entropy target over the training return: 0.6 nats until the

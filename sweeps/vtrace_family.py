@@ -76,10 +76,10 @@ def sample_cabs(trial: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------
 # Pong, on a 2-core CPU machine: one env runner stepping 32 games in ale-py's C++ vector env (42x42
-# frames, envs/pong.py), inference batched over the 32, a 42x42 Atari net (each sweep file names
-# its own: sweeps/workloads/rllib_config.py); the
-# learner trains in the driver on the other core with one torch thread. A GPU box scales the same
-# recipe with --num-env-runners (the learner takes the GPU).
+# frames, envs/pong.py), inference batched over the 32, a 42x42 Atari net (APPO the workload's
+# PONG_MODEL, IMPALA RLlib's classic one: sweeps/workloads/rllib_config.py); the learner trains
+# in the driver on the other core with one torch thread. A GPU box scales the same recipe with
+# --num-env-runners (the learner takes the GPU).
 # What both learn Pong with here (each sweep file adds its loss settings, passes and queue):
 # 20-step fragments in 500-step batches, trained in minibatches of 160 (a 32-game sample is ~670
 # steps: ~4 updates a pass where there was one), weights to the runner after every update (less

@@ -81,13 +81,14 @@ def flatten_observations(env: Any = None, spaces: Any = None, device: Any = None
     return FlattenObservations()
 
 
-# The suite's Atari net for 42x42 frames (42 -> 13x13x16 -> 5x5x32 -> 256), all four Pong
-# sweeps learn on it; the value function shares the encoder. Its 5x5 map before the dense layer
-# is what makes Pong learnable: on the cheaper 3x3 map of ``CHEAP_42_FILTERS`` DQN never learned
-# and IMPALA's and APPO's policies stayed uniform for millions of env steps on some seeds, where
-# on this net APPO's rose from 0.6-0.8M on each seed tried (results/pong/candidates/CURVES.md:
-# pong-dqn-*, pong-impala-net-s0, pong-appo-net-s*). About a third of the training cost of
-# RLlib's classic 42x42 net (``RLLIB_42_FILTERS``, whose 11x11 map is the costly part).
+# The suite's Atari net for 42x42 frames (42 -> 13x13x16 -> 5x5x32 -> 256): DQN, Ape-X and APPO
+# learn Pong on it (IMPALA keeps RLLIB_42_FILTERS: sweeps/impala_pong.py); the value function
+# shares the encoder. Its 5x5 map before the dense layer is what makes Pong learnable: on the
+# cheaper 3x3 map of ``CHEAP_42_FILTERS`` DQN never learned and IMPALA's and APPO's policies
+# stayed uniform for millions of env steps on some seeds, where on this net APPO's rose within
+# ~1M env steps on every seed tried (results/pong/candidates/CURVES.md: pong-dqn-*,
+# pong-impala-net-s0, pong-appo-net-s*; results/pong/REPORT.md). About a third of the training
+# cost of RLlib's classic 42x42 net (``RLLIB_42_FILTERS``, whose 11x11 map is the costly part).
 PONG_42_FILTERS: list[list[Any]] = [[16, 6, 3, "valid"], [32, 4, 2, "valid"], [256, 5, 1, "valid"]]
 PONG_MODEL: dict[str, Any] = {
     "conv_filters": PONG_42_FILTERS,
