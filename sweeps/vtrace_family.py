@@ -105,7 +105,7 @@ PONG_FLOOR = {"entropy_target": ENTROPY_FLOOR, "entropy_target_by": "return"}
 # rows of a fragment, which drift across the chunks and stop the traces a few steps short. With it
 # the return rose sooner on APPO's seeds 0 and 1 and IMPALA's seed 0 than with RLlib's rows
 # (results/pong/candidates/CURVES.md: pong-appo-chunks-s0/s1, pong-impala-chunks-s0); APPO's
-# seed 2 never rose with it (results/pong/records/pong-cpu-appo-chunks-s2).
+# seed 2 rose only once on the 5x5-map net (results/pong/candidates/pong-cpu-appo-chunks-s2).
 WHOLE_CHUNKS = {CHUNKS_KEY: True}
 PONG_LEARNER = {**PONG_FLOOR, **WHOLE_CHUNKS}
 PONG_TUNED: dict[str, Any] = {

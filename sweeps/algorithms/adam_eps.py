@@ -5,7 +5,8 @@ Adam divides each parameter's step by the root of its running mean square gradie
 ``eps``: once a policy plays well its gradients are tiny, that root is tiny too, and a step
 stays a full learning rate in size whatever the gradient. On Pong the suite's APPO collapsed in
 this regime from 5.8 to -20.9 within 40k env steps after one update at a gradient norm of 0.29
-raised its entropy from 0.25 to 0.83 nats (results/pong/records/pong-cpu-appo-s0.csv.gz at 8.49M).
+raised its entropy from 0.25 to 0.83 nats
+(results/pong/candidates/pong-cpu-appo-record-s0.csv.gz at 8.49M).
 CleanRL's and Stable-Baselines3's PPO on Atari use ``eps`` 1e-5, which damps steps along
 parameters whose gradients are that small.
 
