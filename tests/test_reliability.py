@@ -379,6 +379,37 @@ def test_trial_that_keeps_failing_fails_the_sweep(tmp_path, capsys, ray_session)
     assert [f["retried"] for f in record["failures"]] == [False]
 
 
+@pytest.mark.slow
+def test_ctrl_c_before_the_callbacks_are_set_up_is_an_interruption(
+    tmp_path, capsys, ray_session, monkeypatch
+):
+    """Tune installed its SIGINT handler when fit() started but set up the callbacks (where the
+    suite noted a Ctrl-C) only after building its controller, which on a resume restores the
+    whole experiment. A Ctrl-C in between reached Tune's handler alone: Tune stopped and saved,
+    and the run called itself finished with its trials PENDING (CI of stop 52: test_faults'
+    random interruptions, 'trials not TERMINATED'). The runner's handler is now in place from
+    before fit(): a Ctrl-C there is an interruption (exit 130, the record says so), and a
+    Ctrl-C during the run still stops Tune cleanly (its loop, its final save)."""
+    from ray.tune.execution.tune_controller import TuneController
+
+    setup = TuneController.setup_experiments
+
+    def interrupted_setup(self, *args, **kwargs):
+        signal.raise_signal(signal.SIGINT)  # Tune listens; the callbacks are not set up
+        return setup(self, *args, **kwargs)
+
+    monkeypatch.setattr(TuneController, "setup_experiments", interrupted_setup)
+    before = signal.getsignal(signal.SIGINT)
+    rc, experiment = _faulty_dqn_cabs(tmp_path, fail_at_step=10**9)
+    out = capsys.readouterr().out
+    assert rc == 130, out
+    assert _record(experiment)["status"] == "interrupted"
+    assert f"interrupted; continue with: python sweeps/dqn_cabs.py --resume {experiment}" in out
+    assert any(experiment.glob("experiment_state-*.json"))  # Tune's final save ran
+    # The handlers are as they were before the run.
+    assert signal.getsignal(signal.SIGINT) is before
+
+
 # ------------------------------------------------------------------------------------------------
 # Resume: SIGKILL, then SIGTERM, then --resume to the end
 # ------------------------------------------------------------------------------------------------

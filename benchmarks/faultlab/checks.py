@@ -162,9 +162,9 @@ def _check_tune_state(folder: Path, expected: Any, problems: list[str]) -> dict[
     except (OSError, ValueError, KeyError, IndexError) as e:
         tune_trials = {}
         problems.append(f"Tune's experiment state unreadable: {e}")
-    not_done = sorted(t for t, s in tune_trials.items() if s != "TERMINATED")
+    not_done = {t: s for t, s in sorted(tune_trials.items()) if s != "TERMINATED"}
     if not_done:
-        problems.append(f"trials not TERMINATED: {not_done}")
+        problems.append(f"trials not TERMINATED (trial: status): {not_done}")
     if expected and len(tune_trials) != expected:
         problems.append(f"{len(tune_trials)} trials in Tune's state, {expected} expected")
     return tune_trials

@@ -1,5 +1,5 @@
 """Interruption, failures and resume for the shared runner: Ctrl-C/SIGTERM noted for a clean stop
-(``InterruptWatch``, ``INTERRUPTED``), every trial failure appended to ``failures.jsonl``
+(``on_stop_signal``, ``INTERRUPTED``), every trial failure appended to ``failures.jsonl``
 (``FailureLog``, ``read_failures``), how often Tune saves its experiment state, the run record
 of a resumed sweep (``resumed_record``), a trial's result files trimmed to its checkpoint when it
 restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial pointed at a newer
@@ -40,27 +40,27 @@ FAILURES_FILE = "failures.jsonl"
 EXPERIMENT_STATE_PERIOD_S = 2
 
 
+def on_stop_signal(signum: int, frame: Any) -> None:
+    """The runner's handler of Ctrl-C and SIGTERM while Tune runs (``runner.fit``; Tune's own
+    SIGINT handler is off): noted in ``INTERRUPTED``, then handed to Tune as SIGUSR1 where Tune
+    listens for it (it stops the trials, saves the experiment state and returns normally);
+    before Tune listens, and at a second signal, a KeyboardInterrupt (no final save).
+
+    Tune installs its SIGINT handler when ``fit()`` starts but the callbacks only after building
+    its controller, which on a resume restores the whole experiment: a Ctrl-C in between reached
+    Tune's handler alone, and a run stopped with its trials PENDING called itself finished
+    (the CI of stop 52). Handling the signal here, from before ``fit()``, leaves no such gap."""
+    first = not INTERRUPTED.is_set()
+    INTERRUPTED.set()
+    if first and callable(signal.getsignal(signal.SIGUSR1)):
+        signal.raise_signal(signal.SIGUSR1)
+    else:
+        raise KeyboardInterrupt
+
+
 class InterruptWatch(Callback):
-    """Notes a Ctrl-C in ``INTERRUPTED`` and hands it on to Tune's own handler.
-
-    Tune installs its SIGINT handler when ``fit()`` starts (it then stops the trials, saves the
-    experiment state and returns normally, so no KeyboardInterrupt reaches the runner); callbacks
-    are set up right after that, so wrapping the handler here sees the signal first.
-    """
-
-    def setup(self, **info: Any) -> None:
-        if threading.current_thread() is not threading.main_thread():
-            return
-        tune_handler = signal.getsignal(signal.SIGINT)
-
-        def on_sigint(signum, frame):
-            INTERRUPTED.set()
-            if callable(tune_handler):
-                tune_handler(signum, frame)
-            else:
-                raise KeyboardInterrupt
-
-        signal.signal(signal.SIGINT, on_sigint)
+    """Nothing now: ``on_stop_signal`` notes a Ctrl-C. Kept so that a sweep folder saved with it
+    in its callbacks (tuner.pkl) still resumes."""
 
 
 class FailureLog(Callback):

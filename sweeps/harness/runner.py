@@ -40,6 +40,10 @@ from sweeps.harness.space import hyperparameters, search_space_description
 from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
 
+# Tune's switch for its own SIGINT handler (ray.tune.tune._setup_signal_catching); the runner's
+# is recovery.on_stop_signal, which hands the stop to Tune's SIGUSR1 handler.
+TUNE_SIGINT_OFF = "TUNE_DISABLE_SIGINT_HANDLER"
+
 
 def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
     """The returns whose time-to-reward the report shows (the workload's: the cab env's
@@ -347,7 +351,6 @@ def _callbacks(
             estimate=_live_estimate(sweep, args),
         ),
         recovery.FailureLog(),
-        recovery.InterruptWatch(),
         # A resumed trial whose checkpoint Tune deleted after the last saved state goes on
         # from a newer one (before the loggers below trim its rows to it).
         recovery.CheckpointGuard(),
@@ -361,28 +364,32 @@ def _callbacks(
 
 def fit(tuner: Any) -> Any:
     """Run the Tuner; Ctrl-C or SIGTERM stops it cleanly (Tune saves the experiment state and
-    ``recovery.INTERRUPTED`` is set). Tune's ResultGrid, or None when interrupted before Tune
-    took over."""
+    ``recovery.INTERRUPTED`` is set: ``recovery.on_stop_signal``, in place from before Tune
+    starts to its end, in place of Tune's own SIGINT handler). Tune's ResultGrid, or None when
+    interrupted before Tune took over."""
     from sweeps.harness.reporting import restore_stdout
 
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
-    previous_int = signal.getsignal(signal.SIGINT)
-    previous_term = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):  # SIGTERM: behave like Ctrl-C (Tune saves and stops)
-        recovery.INTERRUPTED.set()
-        signal.raise_signal(signal.SIGINT)
-
-    signal.signal(signal.SIGTERM, on_term)
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+    previous = {s: signal.getsignal(s) for s in stop_signals}
+    previous_env = os.environ.get(TUNE_SIGINT_OFF)
+    os.environ[TUNE_SIGINT_OFF] = "1"
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # until Tune listens (no stale handler)
+    signal.signal(signal.SIGINT, recovery.on_stop_signal)
+    signal.signal(signal.SIGTERM, recovery.on_stop_signal)
     try:
         return tuner.fit()
-    except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune took over SIGINT
+    except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune listened
         recovery.INTERRUPTED.set()
         return None
     finally:
         restore_stdout()  # (WithoutTuneTensorBoardLine, when Tune stopped before its loop)
-        signal.signal(signal.SIGTERM, previous_term)
-        signal.signal(signal.SIGINT, previous_int)  # Tune leaves its own handler installed
+        for s, handler in previous.items():  # Tune leaves its SIGUSR1 handler installed
+            signal.signal(s, handler)
+        if previous_env is None:
+            os.environ.pop(TUNE_SIGINT_OFF, None)
+        else:
+            os.environ[TUNE_SIGINT_OFF] = previous_env
 
 
 def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunRecord) -> int:
