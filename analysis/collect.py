@@ -86,6 +86,10 @@ TRIAL_COLUMNS = [
     # direct-ride heuristic's (envs.optimum.evaluate_policy)
     "final_eval_exact_pct",
     "final_eval_exact_heuristic_pct",
+    # ``sweeps.evaluate --sampled`` (IMPALA, APPO): the same episodes with the actions sampled
+    # from the policy's distribution, as in training; their mean return and its 95% half-width
+    "final_eval_sampled_return",
+    "final_eval_sampled_ci95",
 ]
 EXPERIMENT_COLUMNS = [
     "metric",
@@ -138,6 +142,8 @@ FLOAT_COLUMNS = ITERATION_COLUMNS + [
     "final_eval_pct",
     "final_eval_exact_pct",
     "final_eval_exact_heuristic_pct",
+    "final_eval_sampled_return",
+    "final_eval_sampled_ci95",
 ]
 # Every other column is text ("" when missing).
 STR_COLUMNS = [

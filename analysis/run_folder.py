@@ -382,7 +382,8 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
 
 
 def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[str, Any]:
-    """The trial's final greedy evaluation (``sweeps.evaluate``), when it has one."""
+    """The trial's final greedy evaluation (``sweeps.evaluate``), when it has one, and its
+    sampled one (``--sampled``) where it has that too."""
     path = trial_dir / EVALUATION_FILE
     if not path.is_file():
         return {}
@@ -397,6 +398,8 @@ def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[s
             "final_eval_exact_heuristic_pct": number(
                 (record.get("exact") or {}).get("heuristic_pct_of_optimum")
             ),
+            "final_eval_sampled_return": number((record.get("sampled") or {}).get("mean")),
+            "final_eval_sampled_ci95": number((record.get("sampled") or {}).get("ci95_half_width")),
         }
     except (OSError, ValueError, KeyError, TypeError) as err:
         skipped.append(f"{where}/{EVALUATION_FILE} (unreadable: {err})")

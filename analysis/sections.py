@@ -185,6 +185,13 @@ def _final_eval_episodes(w: Workload) -> int:
     return int(episodes.max()) if len(episodes) else 0
 
 
+def _has_sampled_eval(w: Workload) -> bool:
+    """Whether a configuration's final policy also played sampled episodes (``--sampled``)."""
+    if w.configs.empty or "final_eval_sampled" not in w.configs:
+        return False
+    return any(not is_missing(spread[0]) for spread in w.configs["final_eval_sampled"])
+
+
 def _apex_return_note(configs: pd.DataFrame) -> str:
     """Ape-X's games each explore at their own fixed ε; a sweep may count only the near-greedy
     ones in the training return (``ApexDQNConfig.training_return_max_epsilon``)."""
@@ -203,13 +210,16 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
     header += [SIGNALS["greedy_return"], PCT, STEPS_PER_S]
     episodes = _final_eval_episodes(w)
     final_eval = f"final policy, greedy ({episodes} episodes)"
+    sampled_eval = f"final policy, sampled ({episodes} episodes)"
+    sampled = bool(episodes) and _has_sampled_eval(w)
     if episodes:
-        header.insert(5, final_eval)
+        header[5:5] = [final_eval, *([sampled_eval] if sampled else [])]
+    final_evals = {final_eval: "final_eval", sampled_eval: "final_eval_sampled"}
     rows = [
         [
             c["config"],
             *(
-                fmt_spread(c["final_eval"]) if h == final_eval else final_cells(c)[h]
+                fmt_spread(c[final_evals[h]]) if h in final_evals else final_cells(c)[h]
                 for h in header[1:]
             ),
         ]
@@ -243,6 +253,15 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
             "each trial's last checkpoint, seeded the same for every trial "
             "(`python -m sweeps.evaluate`)."
             if episodes
+            else ""
+        )
+        + (
+            " The sampled return is the mean of the same episodes played with the actions drawn "
+            "from the policy's distribution, as it acts in training (`--sampled`; policy-gradient "
+            "methods only: a Q-learner's policy is its greedy one). A policy-gradient method "
+            "trains the distribution, not its arg-max: where the greedy figure falls far below "
+            "the sampled one, the arg-max policy locks into games the sampled one does not play."
+            if sampled
             else ""
         ),
         "",

@@ -61,7 +61,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
     finals += ["final_eval_return", "final_eval_episodes", "final_eval_pct", "pct_held_out"]
-    finals += ["final_eval_exact_pct", "final_eval_exact_heuristic_pct"]
+    finals += ["final_eval_exact_pct", "final_eval_exact_heuristic_pct", "final_eval_sampled"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
@@ -90,6 +90,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
             final_eval_exact_heuristic_pct=_final(
                 g.get("final_eval_exact_heuristic_pct", pd.Series(dtype=float))
             ),
+            final_eval_sampled=_final(g.get("final_eval_sampled_return", pd.Series(dtype=float))),
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
@@ -217,6 +218,7 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "train_time_s": _spread(g["train_time_s"]),
                 "env_steps_per_s": _spread(g["env_steps_per_s"]),
                 "final_eval": _spread(g["final_eval_return"]),
+                "final_eval_sampled": _spread(g["final_eval_sampled"]),
                 "final_eval_episodes": g["final_eval_episodes"].max(),
                 "pct_held_out": bool(g["pct_held_out"].all()),
                 "final_exact_pct": _spread(g["final_eval_exact_pct"]),

@@ -29,10 +29,11 @@ the same greedy evaluation protocol and the same iteration length for every algo
 trial when its greedy return (cabs, any other env) or return (Pong) reaches the highest target
 (none on an env without one: each trial runs its budget) or its training
 time (``--stop-train-time-s``) runs out; on Pong, where trials are judged by the training return,
-each trial's final policy then plays ``--final-episodes`` seeded greedy games (``python -m
-sweeps.evaluate``); finally it writes ``REPORT.md`` with ``python -m analysis report``. Training
-time excludes evaluation and start-up; start-up is reported separately by the runner's result
-files. The flags mean what they mean in the sweeps.
+each trial's final policy then plays ``--final-episodes`` seeded greedy games, and IMPALA's and
+APPO's as many with their actions sampled (``python -m sweeps.evaluate --sampled``); finally it
+writes ``REPORT.md`` with ``python -m analysis report``. Training time excludes evaluation and
+start-up; start-up is reported separately by the runner's result files. The flags mean what they
+mean in the sweeps.
 
 Where results go
 ----------------
@@ -205,8 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--final-episodes",
         type=count(0),
         default=None,
-        help="greedy episodes of each trial's final policy after its run (python -m "
-        "sweeps.evaluate; 0: none; default: 5 on Pong, none on cabs, where each run's own "
+        help="greedy episodes of each trial's final policy after its run, and as many with "
+        "its actions sampled for IMPALA and APPO (python -m sweeps.evaluate --sampled; 0: "
+        "none; default: 10 on Pong, none on cabs, where each run's own "
         "end plays 100 held-out episodes (the sweep's --final-episodes), none on other envs: "
         "greedy evaluation runs throughout)",
     )
@@ -468,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             failures.append(f"{run.folder.name} (exit {rc})")
         elif _final_episodes(args):
             evaluate = [sys.executable, "-m", "sweeps.evaluate", str(run.folder)]
-            subprocess.call([*evaluate, "--episodes", str(_final_episodes(args))])
+            subprocess.call([*evaluate, "--episodes", str(_final_episodes(args)), "--sampled"])
         print(
             f"{step}: {'done' if rc == 0 else f'exit {rc}'} in {time.monotonic() - started:.0f} s"
             f" ({time.monotonic() - t0:.0f} s since the benchmark started)",

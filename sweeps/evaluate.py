@@ -4,6 +4,7 @@ How to run
 ----------
     python -m sweeps.evaluate runs/benchmark/pong-cpu                 # every trial below it
     python -m sweeps.evaluate runs/<sweep folder> --episodes 100 --seed 1000000
+    python -m sweeps.evaluate runs/benchmark/pong-cpu --episodes 10 --sampled   # IMPALA, APPO
 
 For every trial folder under the given run folders (a sweep, a benchmark configuration, or a
 benchmark holding several), this loads the RLModule of the trial's last checkpoint, plays
@@ -13,6 +14,13 @@ episodes seeded ``--seed``, ``--seed+1``, ... (the same episodes for every trial
 inference batched over them, and writes ``final_evaluation.json`` into the trial folder: each
 episode's return, their mean and a 95% confidence interval (Student's t). ``python -m analysis
 report`` shows it beside the training return.
+
+With ``--sampled``, a trial whose module acts by an action distribution (IMPALA, APPO, PPO) also
+plays the same episodes with its actions drawn from that distribution, as its env runners act in
+training (torch's generator seeded ``--seed``): the record's ``sampled`` part, shown in the
+report beside the greedy figure. A policy-gradient method trains the distribution, not its
+arg-max, and the two can differ by much: an arg-max policy can lock into a rally it never ends.
+Q-learners (DQN, Ape-X) act greedily by design and play greedy episodes only.
 
 On the cab env the same episodes are also played by the reference policies (random, the
 direct-ride heuristic, the exact DP optimum: ``envs.policies.reference_episode_returns``), and
@@ -68,6 +76,12 @@ def build_parser() -> OneLineErrorParser:
     p.add_argument("folders", nargs="+", type=Path, help="run folders (sweep or benchmark)")
     p.add_argument("--episodes", type=count(1), default=5, help="greedy episodes per trial")
     p.add_argument("--seed", type=count(0), default=HELD_OUT_SEED, help="seed of the first episode")
+    p.add_argument(
+        "--sampled",
+        action="store_true",
+        help="also play the episodes with actions sampled from the policy's distribution "
+        "(IMPALA, APPO, PPO; Q-learners play greedy episodes only)",
+    )
     return p
 
 
@@ -86,9 +100,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     envs.register_envs()
     for k, trial_dir in enumerate(trials, start=1):
         step = f"[evaluate] ({k}/{len(trials)}) {trial_dir}"
-        print(f"{step}: {args.episodes} greedy episodes", flush=True)
+        how = "greedy and sampled" if args.sampled else "greedy"
+        print(f"{step}: {args.episodes} {how} episodes", flush=True)
         try:
-            record = evaluate_trial(trial_dir, args.episodes, args.seed)
+            record = evaluate_trial(trial_dir, args.episodes, args.seed, args.sampled)
         except (UsageError, ValueError, OSError) as err:
             print(f"[evaluate] {trial_dir}: skipped ({err})", file=sys.stderr, flush=True)
             continue

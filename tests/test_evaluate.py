@@ -78,3 +78,28 @@ def test_the_report_shows_the_final_policys_greedy_return(finished_sweep, tmp_pa
     assert (
         f"the direct-ride heuristic {runs['final_eval_exact_heuristic_pct'].iloc[0]:.2f}%" in text
     )
+
+
+@pytest.mark.slow
+def test_a_policy_gradient_policy_also_plays_its_sampled_episodes(finished_sweep, tmp_path) -> None:
+    """--sampled: APPO's final policy plays the same seeded episodes with its actions drawn from
+    its distribution, the same draws again for the same seed; the report shows both figures."""
+    from analysis.collect import collect
+    from analysis.report import render_report
+
+    args = [str(finished_sweep), "--episodes", "3", "--seed", "7", "--sampled"]
+    assert evaluate.main(args) == 0
+    (trial,) = evaluate.trial_dirs([finished_sweep])
+    first = json.loads((trial / EVALUATION_FILE).read_text())
+    sampled = first["sampled"]
+    assert len(sampled["returns"]) == 3 and sampled["torch_seed"] == 7
+    assert sampled["mean"] == pytest.approx(sum(sampled["returns"]) / 3)
+    assert evaluate.main(args) == 0
+    again = json.loads((trial / EVALUATION_FILE).read_text())
+    assert again["sampled"]["returns"] == sampled["returns"]
+    assert again["returns"] == first["returns"]  # the greedy episodes are untouched by it
+    runs = collect([finished_sweep]).runs
+    assert runs["final_eval_sampled_return"].iloc[0] == pytest.approx(sampled["mean"])
+    text = render_report(runs, tmp_path, command="test", generated_on="today")
+    assert "final policy, greedy (3 episodes)" in text
+    assert "final policy, sampled (3 episodes)" in text

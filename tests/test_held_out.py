@@ -82,6 +82,19 @@ def test_same_checkpoint_and_episodes_give_the_same_figure(tmp_path) -> None:
     assert other["returns"] != first["returns"]  # other episodes, another figure
 
 
+def test_a_q_learner_plays_no_sampled_episodes(tmp_path) -> None:
+    """A Q-network acts greedily by design: asked for sampled episodes, it plays greedy ones
+    only, and says nothing of sampling."""
+    from envs.cabs import base_observations
+
+    trial = _trial_with_checkpoint(tmp_path / "trial")
+    record = greedy.evaluate_trial(trial, 4, HELD_OUT_SEED, sampled=True)
+    assert record is not None and "sampled" not in record
+    module = greedy.load_module(trial / "checkpoint_000003")
+    assert greedy.sampled_actions(module, np.array(base_observations()[:2])) is None
+    assert "sampled" not in greedy.describe(record)
+
+
 def test_the_base_variant_also_gets_the_exact_figure(tmp_path) -> None:
     """On the base variant the greedy policy is evaluated exactly as well, the same for any
     episode set, and it is the DP value of the module's greedy action in each state."""

@@ -4,7 +4,8 @@ writes for any run folder (``sweeps/evaluate.py``, whose docstring says how it i
 
 ``evaluate_trial`` loads a trial's last checkpoint, plays the episodes with inference batched over
 them, and writes ``final_evaluation.json``; on the cab env ``held_out_record`` adds the reference
-policies on the same episodes and the paired % of the optimum.
+policies on the same episodes and the paired % of the optimum. Asked for, a policy-gradient
+module (IMPALA, APPO) also plays them with its actions sampled, as it acts in training.
 """
 
 from __future__ import annotations
@@ -69,10 +70,42 @@ def greedy_actions(module: Any, obs: Any) -> np.ndarray:
     return out[Columns.ACTION_DIST_INPUTS].argmax(dim=-1).numpy()
 
 
-def play(module: Any, env_id: str, env_config: dict, episodes: int, seed: int) -> list[float]:
-    """Returns of ``episodes`` greedy episodes, the i-th reset with seed ``seed + i``, played
-    side by side in one vector env (each sub-env's first episode counts)."""
+def sampled_actions(module: Any, obs: Any) -> np.ndarray | None:
+    """Actions drawn from the module's action distribution, as its env runners act in training
+    (IMPALA, APPO, PPO); None for a module that acts by Q-values (DQN, Ape-X: its policy is the
+    greedy one, its training exploration is ε-greedy). Draws from torch's generator."""
+    import torch
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.torch_utils import convert_to_torch_tensor
+
+    with torch.no_grad():
+        out = module.forward_inference({Columns.OBS: convert_to_torch_tensor(obs)})
+        if Columns.ACTIONS in out or Columns.ACTION_DIST_INPUTS not in out:
+            return None
+        dist = module.get_exploration_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+        return dist.sample().numpy()
+
+
+def samples_actions(module: Any, env_id: str, env_config: dict) -> bool:
+    """Whether ``module`` has a distribution to sample (``sampled_actions``), checked on one
+    observation of the env."""
+    import envs
+
+    env = envs.make(env_id, env_config)
+    obs, _ = env.reset(seed=0)
+    env.close()
+    return sampled_actions(module, np.asarray(obs)[None]) is not None
+
+
+def play(
+    module: Any, env_id: str, env_config: dict, episodes: int, seed: int, sampled: bool = False
+) -> list[float]:
+    """Returns of ``episodes`` episodes, the i-th reset with seed ``seed + i``, played side by
+    side in one vector env (each sub-env's first episode counts): greedy, or with ``sampled``
+    the actions drawn from the module's distribution (torch's generator seeded ``seed`` for the
+    episodes, and left as it was found)."""
     import gymnasium as gym
+    import torch
 
     import envs
 
@@ -80,13 +113,16 @@ def play(module: Any, env_id: str, env_config: dict, episodes: int, seed: int) -
         [lambda: envs.make(env_id, env_config) for _ in range(episodes)],
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
     )
-    obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])
-    returns = np.zeros(episodes)
-    running = np.ones(episodes, dtype=bool)
-    while running.any():
-        obs, reward, terminated, truncated, _ = vector_env.step(greedy_actions(module, obs))
-        returns += np.where(running, reward, 0.0)
-        running &= ~(terminated | truncated)
+    act = sampled_actions if sampled else greedy_actions
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])
+        returns = np.zeros(episodes)
+        running = np.ones(episodes, dtype=bool)
+        while running.any():
+            obs, reward, terminated, truncated, _ = vector_env.step(act(module, obs))
+            returns += np.where(running, reward, 0.0)
+            running &= ~(terminated | truncated)
     vector_env.close()
     return returns.tolist()
 
@@ -184,11 +220,17 @@ def exact_record(module: Any, env_id: str, env_config: dict) -> dict[str, Any] |
     }
 
 
+SAMPLED_POLICY = "sampled (actions drawn from the module's action distribution, as in training)"
+
+
 def evaluate_module(
-    module: Any, env_id: str, env_config: dict, episodes: int, seed: int
+    module: Any, env_id: str, env_config: dict, episodes: int, seed: int, sampled: bool = False
 ) -> dict[str, Any]:
     """:func:`held_out_record` of ``module``'s greedy policy (in memory, e.g. a learner's), and
-    on the cab env's base variant its :func:`exact_record` under ``exact``."""
+    on the cab env's base variant its :func:`exact_record` under ``exact``. With ``sampled``,
+    a module with an action distribution (IMPALA, APPO, PPO) also plays the same episodes with
+    its actions sampled, as it acts in training: under ``sampled`` (returns, mean, interval).
+    A policy-gradient policy is trained as a distribution; its arg-max can play far worse."""
     started = time.perf_counter()
     record = held_out_record(
         play(module, env_id, env_config, episodes, seed), env_id, env_config, seed
@@ -196,11 +238,23 @@ def evaluate_module(
     exact = exact_record(module, env_id, env_config)
     if exact is not None:
         record["exact"] = exact
+    if sampled and samples_actions(module, env_id, env_config):
+        returns = play(module, env_id, env_config, episodes, seed, sampled=True)
+        mean, half_width = ci95(returns)
+        record["sampled"] = {
+            "policy": SAMPLED_POLICY,
+            "torch_seed": seed,
+            "returns": list(map(float, returns)),
+            "mean": mean,
+            "ci95_half_width": half_width,
+        }
     record["seconds"] = round(time.perf_counter() - started, 1)
     return record
 
 
-def evaluate_trial(trial_dir: Path, episodes: int, seed: int) -> dict[str, Any] | None:
+def evaluate_trial(
+    trial_dir: Path, episodes: int, seed: int, sampled: bool = False
+) -> dict[str, Any] | None:
     """Evaluate one trial's last checkpoint and write EVALUATION_FILE; None without one."""
     checkpoint = last_checkpoint(trial_dir)
     if checkpoint is None:
@@ -208,9 +262,10 @@ def evaluate_trial(trial_dir: Path, episodes: int, seed: int) -> dict[str, Any] 
     params = json.loads((trial_dir / "params.json").read_text())
     env_id, env_config = params["env"], dict(params.get("env_config") or {})
     started = time.perf_counter()
+    module = load_module(checkpoint)
     record = {
         "checkpoint": checkpoint.name,
-        **evaluate_module(load_module(checkpoint), env_id, env_config, episodes, seed),
+        **evaluate_module(module, env_id, env_config, episodes, seed, sampled),
     }
     record["seconds"] = round(time.perf_counter() - started, 1)
     atomic_write_text(trial_dir / EVALUATION_FILE, json.dumps(record, indent=1) + "\n")
@@ -227,6 +282,12 @@ def describe(record: dict[str, Any]) -> str:
         text += (
             f" = {record['pct_of_optimum']:.2f}% ± {record['pct_ci95_half_width']:.2f} of the "
             "optimum on the same episodes"
+        )
+    sampled = record.get("sampled")
+    if sampled:
+        text += (
+            f"; sampled from the policy: mean {sampled['mean']:.1f} ± "
+            f"{sampled['ci95_half_width']:.1f}"
         )
     exact = record.get("exact")
     if exact:
