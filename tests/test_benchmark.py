@@ -245,14 +245,15 @@ def test_bad_input_is_one_line_exit_2_and_runs_nothing(argv, message, calls, cap
     assert calls == []
 
 
-def test_pong_runs_end_with_a_greedy_evaluation_of_the_final_policies(calls, tmp_path):
+def test_pong_runs_end_with_an_evaluation_of_the_final_policies(calls, tmp_path):
     storage = tmp_path / "runs"
     argv = ["--env", "pong", "--algos", "appo", "--benchmark-seeds", "1"]
     argv += ["--storage-path", str(storage), "--name", "p"]
     assert benchmark.main(argv) == 0
     run, evaluation, report = calls
     assert float(_flag(run, "--stop-reward")) == 18.0
-    assert evaluation[1:] == ["-m", "sweeps.evaluate", str(_folder(run)), "--episodes", "10"]
+    folder = str(_folder(run))
+    assert evaluation[1:] == ["-m", "sweeps.evaluate", folder, "--episodes", "10", "--sampled"]
     assert report[1:4] == ["-m", "analysis", "report"]
     calls.clear()
     assert benchmark.main([*argv[:-1], "p0", "--final-episodes", "0"]) == 0

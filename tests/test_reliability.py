@@ -304,19 +304,28 @@ def test_same_seed_same_suggestions(search, tmp_path):
 # ------------------------------------------------------------------------------------------------
 
 
-def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Path]:
-    """dqn_cabs with its trials on the test-only ``FaultyCabs-v0`` (envs/faulty.py), which
-    raises at ``fail_at_step`` (optionally once over restarts, ``fail_marker``)."""
+def _faulty_dqn_cabs_config(fail_at_step: int, **fault: Any) -> Any:
+    """dqn_cabs's make_config with its trials on the test-only ``FaultyCabs-v0``
+    (envs/faulty.py), which raises at ``fail_at_step`` (optionally once over restarts,
+    ``fail_marker``); the env registered in the driver (Ray is up: the ray_session fixture)."""
     from envs import faulty
     from sweeps import dqn_cabs
-    from sweeps.harness import runner
 
     def make_config(args):
         config = dqn_cabs.make_config(args)
-        return config.environment(faulty.FAULTY_CABS, env_config={**config.env_config, **fault})
+        env_config = {**config.env_config, "fail_at_step": fail_at_step, **fault}
+        return config.environment(faulty.FAULTY_CABS, env_config=env_config)
 
-    faulty.register()  # in the driver (Ray is up: the ray_session fixture), before Tune starts
-    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config)
+    faulty.register()
+    return make_config
+
+
+def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Path]:
+    """dqn_cabs on ``FaultyCabs-v0`` (``_faulty_dqn_cabs_config``), one trial."""
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
+
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=_faulty_dqn_cabs_config(**fault))
     common = ["--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"]
     budget = ["--stop-timesteps", str(STOP), "--eval-episodes", "1", "--progress-interval-s", "600"]
     return runner.run(sweep, [*common, *budget, *argv]), tmp_path / "exp"
@@ -392,10 +401,16 @@ def test_ctrl_c_before_the_callbacks_are_set_up_is_an_interruption(
     Ctrl-C during the run still stops Tune cleanly (its loop, its final save)."""
     from ray.tune.execution.tune_controller import TuneController
 
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
+
     setup = TuneController.setup_experiments
+    signalled = []
 
     def interrupted_setup(self, *args, **kwargs):
-        signal.raise_signal(signal.SIGINT)  # Tune listens; the callbacks are not set up
+        if not signalled:  # the first run only
+            signalled.append(True)
+            signal.raise_signal(signal.SIGINT)  # Tune listens; the callbacks are not set up
         return setup(self, *args, **kwargs)
 
     monkeypatch.setattr(TuneController, "setup_experiments", interrupted_setup)
@@ -404,10 +419,14 @@ def test_ctrl_c_before_the_callbacks_are_set_up_is_an_interruption(
     out = capsys.readouterr().out
     assert rc == 130, out
     assert _record(experiment)["status"] == "interrupted"
-    assert f"interrupted; continue with: python sweeps/dqn_cabs.py --resume {experiment}" in out
     assert any(experiment.glob("experiment_state-*.json"))  # Tune's final save ran
-    # The handlers are as they were before the run.
-    assert signal.getsignal(signal.SIGINT) is before
+    assert signal.getsignal(signal.SIGINT) is before  # the handlers are as they were
+    # --resume with the path alone finishes it.
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=_faulty_dqn_cabs_config(10**9))
+    assert runner.run(sweep, ["--resume", str(experiment)]) == 0, capsys.readouterr().out
+    assert _record(experiment)["status"] == "finished"
+    (trial,) = _trials(experiment)
+    assert keys.get(_rows(trial)[-1], keys.ENV_STEPS) >= STOP
 
 
 # ------------------------------------------------------------------------------------------------
