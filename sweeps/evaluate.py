@@ -1,4 +1,4 @@
-"""Greedy evaluation of each trial's final policy on fixed, seeded (held-out) episodes.
+"""Greedy (and sampled) evaluation of each trial's final policy on fixed, seeded episodes.
 
 How to run
 ----------
