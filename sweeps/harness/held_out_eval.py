@@ -86,24 +86,14 @@ def sampled_actions(module: Any, obs: Any) -> np.ndarray | None:
         return dist.sample().numpy()
 
 
-def samples_actions(module: Any, env_id: str, env_config: dict) -> bool:
-    """Whether ``module`` has a distribution to sample (``sampled_actions``), checked on one
-    observation of the env."""
-    import envs
-
-    env = envs.make(env_id, env_config)
-    obs, _ = env.reset(seed=0)
-    env.close()
-    return sampled_actions(module, np.asarray(obs)[None]) is not None
-
-
 def play(
     module: Any, env_id: str, env_config: dict, episodes: int, seed: int, sampled: bool = False
-) -> list[float]:
+) -> list[float] | None:
     """Returns of ``episodes`` episodes, the i-th reset with seed ``seed + i``, played side by
     side in one vector env (each sub-env's first episode counts): greedy, or with ``sampled``
     the actions drawn from the module's distribution (torch's generator seeded ``seed`` for the
-    episodes, and left as it was found)."""
+    episodes, and left as it was found); None when ``sampled`` and the module has no
+    distribution to sample (``sampled_actions``)."""
     import gymnasium as gym
     import torch
 
@@ -120,7 +110,11 @@ def play(
         returns = np.zeros(episodes)
         running = np.ones(episodes, dtype=bool)
         while running.any():
-            obs, reward, terminated, truncated, _ = vector_env.step(act(module, obs))
+            actions = act(module, obs)
+            if actions is None:
+                vector_env.close()
+                return None
+            obs, reward, terminated, truncated, _ = vector_env.step(actions)
             returns += np.where(running, reward, 0.0)
             running &= ~(terminated | truncated)
     vector_env.close()
@@ -238,8 +232,8 @@ def evaluate_module(
     exact = exact_record(module, env_id, env_config)
     if exact is not None:
         record["exact"] = exact
-    if sampled and samples_actions(module, env_id, env_config):
-        returns = play(module, env_id, env_config, episodes, seed, sampled=True)
+    returns = play(module, env_id, env_config, episodes, seed, sampled=True) if sampled else None
+    if returns is not None:
         mean, half_width = ci95(returns)
         record["sampled"] = {
             "policy": SAMPLED_POLICY,
