@@ -130,9 +130,10 @@ def test_the_cpu_recipe(algo: str) -> None:
     assert config.broadcast_interval == 1
     assert config.num_epochs == (3 if algo == "appo" else 1)  # passes over each batch
     assert config.entropy_coeff == [[0, 0.002], [3_000_000, 0.0]]
-    # a floor under the entropy, lowered as the training return rises
+    # a floor under the entropy, lowered as the training return rises (IMPALA's, with no trust
+    # region, to 0.3 nats)
     assert config.learner_config_dict == {
-        "entropy_target": [[-15, 0.6], [-5, 0.1]],
+        "entropy_target": [[-15, 0.6], [-5, 0.1 if algo == "appo" else 0.3]],
         "entropy_target_by": "return",
         "vtrace_whole_chunks": True,
     }
