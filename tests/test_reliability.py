@@ -429,6 +429,52 @@ def test_ctrl_c_before_the_callbacks_are_set_up_is_an_interruption(
     assert keys.get(_rows(trial)[-1], keys.ENV_STEPS) >= STOP
 
 
+def test_ctrl_c_during_start_up_exits_130(tmp_path, capsys, monkeypatch, no_ray):
+    """A Ctrl-C while the runner parses and plans (Ray's imports and start take seconds): one
+    line, exit 130, no sweep folder, the signal handlers as they were."""
+    from sweeps import dqn_cabs
+    from sweeps.harness import runner
+
+    def interrupted_make_config(args):
+        signal.raise_signal(signal.SIGINT)
+        return dqn_cabs.make_config(args)
+
+    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=interrupted_make_config)
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    rc = runner.run(sweep, ["--storage-path", str(tmp_path), "--name", "exp"])
+    assert rc == 130
+    assert capsys.readouterr().err.strip() == runner.INTERRUPTED_IN_START_UP
+    assert not (tmp_path / "exp").exists()
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
+
+
+@pytest.mark.slow
+def test_ctrl_c_that_a_library_drops_in_start_up_is_still_an_interruption(
+    tmp_path, capsys, ray_session, monkeypatch
+):
+    """A KeyboardInterrupt raised inside an at-fork hook is printed as "Exception ignored" and
+    dropped (logging's, while ray.init starts its processes): the sweep then trained to its end
+    and exited 0 (CI of stop 54: test_faults' random interruptions, a SIGINT 2.85 s into a
+    resume; reproduced by a scan of SIGINTs 0.5-3.5 s into a resume). The runner notes the
+    signal itself: Tune does not start, the record says interrupted, exit 130."""
+    from sweeps.harness import runner
+
+    plan = runner.plan
+
+    def plan_that_drops_a_ctrl_c(*args, **kwargs):
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # what an at-fork hook does with it
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "plan", plan_that_drops_a_ctrl_c)
+    rc, experiment = _faulty_dqn_cabs(tmp_path, fail_at_step=10**9)
+    assert rc == 130, capsys.readouterr().out
+    assert _record(experiment)["status"] == "interrupted"
+    assert not _trials(experiment)  # Tune never started
+
+
 # ------------------------------------------------------------------------------------------------
 # Resume: SIGKILL, then SIGTERM, then --resume to the end
 # ------------------------------------------------------------------------------------------------

@@ -1,19 +1,21 @@
 """Interruption, failures and resume for the shared runner: Ctrl-C/SIGTERM noted for a clean stop
-(``on_stop_signal``, ``INTERRUPTED``), every trial failure appended to ``failures.jsonl``
-(``FailureLog``, ``read_failures``), how often Tune saves its experiment state, the run record
-of a resumed sweep (``resumed_record``), a trial's result files trimmed to its checkpoint when it
-restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial pointed at a newer
-checkpoint when the one the saved state names is gone (``CheckpointGuard``), and the Optuna trials
-a killed driver left RUNNING (``close_stale_study_trials``).
+(``stop_signals_noted``, ``on_stop_signal``, ``INTERRUPTED``), every trial failure appended to
+``failures.jsonl`` (``FailureLog``, ``read_failures``), how often Tune saves its experiment
+state, the run record of a resumed sweep (``resumed_record``), a trial's result files trimmed to
+its checkpoint when it restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial
+pointed at a newer checkpoint when the one the saved state names is gone (``CheckpointGuard``),
+and the Optuna trials a killed driver left RUNNING (``close_stale_study_trials``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import datetime as dt
 import json
 import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -56,6 +58,26 @@ def on_stop_signal(signum: int, frame: Any) -> None:
         signal.raise_signal(signal.SIGUSR1)
     else:
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def stop_signals_noted() -> Iterator[None]:
+    """Within the block, Ctrl-C and SIGTERM go to ``on_stop_signal`` (SIGUSR1 at its default
+    until Tune installs its handler); the previous handlers come back after. The runner holds it
+    from its first step (parsing) to its last: a signal anywhere in start-up is noted in
+    ``INTERRUPTED`` even where the KeyboardInterrupt it raises is lost on its way (a handler's
+    exception inside an at-fork hook, e.g. logging's while ``ray.init`` starts its processes,
+    is printed as "Exception ignored" and dropped: the sweep then ran to its end, exit 0)."""
+    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+    previous = {s: signal.getsignal(s) for s in stop_signals}
+    signal.signal(signal.SIGUSR1, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, on_stop_signal)
+    signal.signal(signal.SIGTERM, on_stop_signal)
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 class InterruptWatch(Callback):

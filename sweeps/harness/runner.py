@@ -15,7 +15,6 @@ import argparse
 import datetime as dt
 import os
 import shlex
-import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +42,10 @@ from sweeps.harness.tuned import describe_first_trial, tuned_point
 # Tune's switch for its own SIGINT handler (ray.tune.tune._setup_signal_catching); the runner's
 # is recovery.on_stop_signal, which hands the stop to Tune's SIGUSR1 handler.
 TUNE_SIGINT_OFF = "TUNE_DISABLE_SIGINT_HANDLER"
+INTERRUPTED_IN_START_UP = (
+    "[sweep] interrupted during start-up: nothing trained; a sweep folder this call resumed is as "
+    "it was"
+)
 
 
 def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
@@ -86,21 +89,27 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     """Run one sweep: parse → plan → search → fit → summarise. Returns the process exit code:
     0, 1 (a trial errored, or --as-test missed its target), 2 (bad input), 130 (interrupted)."""
     recovery.INTERRUPTED.clear()
-    try:
-        args, config = parse(sweep, argv)
-        placement = plan(sweep, args, config)
-        if args.dry_run:
-            _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
-            stop = _stop_criteria(sweep, args)
-            print(dry_run_lines(sweep, args, config, stop, scheduler_info), flush=True)
-            return 0
-        tuner, record = search(sweep, args, config, placement)
-    except UsageError as e:
-        print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
-        return 2
-    print(start_lines(args), flush=True)
-    results = fit(tuner)
-    return summarise(sweep, args, results, record)
+    with recovery.stop_signals_noted():  # Ctrl-C/SIGTERM, from here to the end: an interruption
+        try:
+            args, config = parse(sweep, argv)
+            placement = plan(sweep, args, config)
+            if args.dry_run:
+                _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
+                stop = _stop_criteria(sweep, args)
+                print(dry_run_lines(sweep, args, config, stop, scheduler_info), flush=True)
+                return 0
+            tuner, record = search(sweep, args, config, placement)
+        except UsageError as e:
+            print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            print(INTERRUPTED_IN_START_UP, file=sys.stderr, flush=True)
+            return 130
+        print(start_lines(args), flush=True)
+        # A Ctrl-C whose KeyboardInterrupt a library dropped (recovery.stop_signals_noted) is
+        # still an interruption: Tune does not start, the record says so, exit 130.
+        results = None if recovery.INTERRUPTED.is_set() else fit(tuner)
+        return summarise(sweep, args, results, record)
 
 
 def parse(
@@ -370,22 +379,16 @@ def fit(tuner: Any) -> Any:
     from sweeps.harness.reporting import restore_stdout
 
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
-    stop_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
-    previous = {s: signal.getsignal(s) for s in stop_signals}
     previous_env = os.environ.get(TUNE_SIGINT_OFF)
     os.environ[TUNE_SIGINT_OFF] = "1"
-    signal.signal(signal.SIGUSR1, signal.SIG_DFL)  # until Tune listens (no stale handler)
-    signal.signal(signal.SIGINT, recovery.on_stop_signal)
-    signal.signal(signal.SIGTERM, recovery.on_stop_signal)
     try:
-        return tuner.fit()
+        with recovery.stop_signals_noted():  # (run holds it too: fit alone is safe as well)
+            return tuner.fit()
     except KeyboardInterrupt:  # a second Ctrl-C, or one before Tune listened
         recovery.INTERRUPTED.set()
         return None
     finally:
         restore_stdout()  # (WithoutTuneTensorBoardLine, when Tune stopped before its loop)
-        for s, handler in previous.items():  # Tune leaves its SIGUSR1 handler installed
-            signal.signal(s, handler)
         if previous_env is None:
             os.environ.pop(TUNE_SIGINT_OFF, None)
         else:
