@@ -74,7 +74,10 @@ ITERATION_COLUMNS = [
     "pct_of_optimum",  # greedy_return / optimum * 100 (cabs)
     "env_steps_per_s",  # env steps / train_time_s, lifetime
     "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
+    "entropy",  # the policy's entropy (nats), policy-gradient learners; NaN for Q-learners
 ]
+# Iteration columns that tables written before them lack (read as NaN there).
+OPTIONAL_COLUMNS = ["entropy"]
 TRIAL_COLUMNS = [
     "trial_status",
     # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)
@@ -304,10 +307,13 @@ def write_runs_csv(runs: pd.DataFrame, path: Path) -> None:
 def read_runs_csv(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a table written by ``write_runs_csv`` back with the same dtypes."""
     try:
-        frame = pd.read_csv(path, dtype={c: "str" for c in STR_COLUMNS}, keep_default_na=True)
+        frame = pd.read_csv(
+            path, dtype={c: "str" for c in STR_COLUMNS}, keep_default_na=True, low_memory=False
+        )
     except (OSError, EOFError, UnicodeDecodeError, ValueError) as e:  # pandas' parse errors too
         raise UsageError(f"{path}: not a readable runs table ({type(e).__name__}: {e})") from e
-    missing = [c for c in ID_COLUMNS + ITERATION_COLUMNS if c not in frame.columns]
+    required = [c for c in ID_COLUMNS + ITERATION_COLUMNS if c not in OPTIONAL_COLUMNS]
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise UsageError(f"{path}: not a runs table written by analysis (missing {missing[0]!r})")
     return tidy(frame)

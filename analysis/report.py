@@ -30,6 +30,7 @@ from analysis import (
     plots,
     reproducibility,
     sections,
+    stability,
     summary,
     sweep_sections,
     tables,
@@ -294,6 +295,7 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
     curves = draw.curves(w, w.signal)
     if curves:
         lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
+    lines += stability.stability_section(w)
     lines += sections.speedup_section(w)
     lines += sections.scaling_section(w, draw.scaling(w))
     savings = asha.asha_savings(w.runs)

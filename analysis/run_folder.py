@@ -378,6 +378,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "pct_of_optimum": pct,
         "env_steps_per_s": steps_per_s,
         "metric_value": number(keys.get(result, _split(metric))) if metric else math.nan,
+        "entropy": number(keys.get(result, keys.ENTROPY)),
     }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ray.rllib.core import ALL_MODULES
+from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
     EPISODE_LEN_MEAN,
@@ -41,6 +41,9 @@ ENV_STEPS_TRAINED: Key = (LEARNER_RESULTS, ALL_MODULES, NUM_ENV_STEPS_TRAINED_LI
 # the whole batch once per minibatch (a 500-step batch in minibatches of 160 counts 1,500), its
 # module steps count each minibatch's own rows.
 MODULE_STEPS_TRAINED: Key = (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME)
+# The policy's entropy (nats) of the default module at its last update: policy-gradient learners
+# (APPO, IMPALA) report it under the Learner's ENTROPY_KEY, "entropy"; Q-learners do not.
+ENTROPY: Key = (LEARNER_RESULTS, DEFAULT_MODULE_ID, "entropy")
 EVAL_RETURN_MEAN: Key = (EVALUATION_RESULTS, ENV_RUNNER_RESULTS, EPISODE_RETURN_MEAN)
 TIME_TOTAL_S: Key = ("time_total_s",)
 TRAINING_ITERATION: Key = ("training_iteration",)
