@@ -39,7 +39,7 @@ TUNED: dict[str, Any] = {
 
 
 def make_config(args: argparse.Namespace) -> APPOConfig:
-    config = APPOConfig().training(**TUNED)
+    config = vtrace_family.with_tuned(APPOConfig(), TUNED)
     return vtrace_family.cabs(config, args, masked_module=MaskedAPPOTorchRLModule)
 
 

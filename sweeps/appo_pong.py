@@ -63,7 +63,7 @@ DEFAULTS: dict[str, Any] = {**vtrace_family.PONG_DEFAULTS, "stop_timesteps": 4_0
 
 
 def make_config(args: argparse.Namespace) -> APPOConfig:
-    config = APPOConfig().training(**TUNED)
+    config = vtrace_family.with_tuned(APPOConfig(), TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     return PONG.configure(config, args)
 

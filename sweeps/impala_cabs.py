@@ -34,7 +34,7 @@ from sweeps.workloads.cabs import CABS
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
     """The V-trace family's tuned cab defaults (``sweeps/vtrace_family.py``), nothing of its own."""
-    config = IMPALAConfig().training(**vtrace_family.CABS_TUNED)
+    config = vtrace_family.with_tuned(IMPALAConfig(), vtrace_family.CABS_TUNED)
     return vtrace_family.cabs(config, args, masked_module=MaskedPPOTorchRLModule)
 
 

@@ -63,7 +63,7 @@ TUNED: dict[str, Any] = {
 
 
 def make_config(args: argparse.Namespace) -> IMPALAConfig:
-    config = IMPALAConfig().training(**TUNED)
+    config = vtrace_family.with_tuned(IMPALAConfig(), TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     # RLlib's classic 42x42 net: on the 2013 DQN net (rllib_config.CHEAP_42_FILTERS) IMPALA's
     # policy stayed uniform for 3M env steps on seed 0, and on the suite's PONG_MODEL it rose

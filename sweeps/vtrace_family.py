@@ -10,6 +10,7 @@ weights).
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -21,6 +22,18 @@ from sweeps.workloads.cabs import CABS
 # Block up to 50 ms for a sample instead of busy-spinning the driver (with RLlib's default 0 it
 # calls training_step over and over while it waits, stealing the runner's core).
 SAMPLER_TIMEOUT_S = 0.05
+
+
+def with_tuned(config: AlgorithmConfig, tuned: Mapping[str, Any]) -> AlgorithmConfig:
+    """``config.training(**tuned)``, with ``learner_config_dict`` set through ``config.learners``
+    (RLlib 2.60 reads it there; given to ``training()`` it warns of a deprecation at each start)."""
+    settings = dict(tuned)
+    learner = settings.pop("learner_config_dict", None)
+    config.training(**settings)
+    if learner is not None:
+        config.learners(learner_config_dict=learner)
+    return config
+
 
 # ------------------------------------------------------------------------------------------------
 # Cabs: one trial = 1 driver/learner CPU + 1 env runner CPU with 64 vectorised envs (the per-step

@@ -41,8 +41,8 @@ def test_only_the_suites_vtrace_learners_take_it():
 
     from sweeps.harness.cli import check_learner_settings
 
-    check_learner_settings(APPOConfig().training(learner_config_dict={"adam_eps": 1e-5}))
+    check_learner_settings(APPOConfig().learners(learner_config_dict={"adam_eps": 1e-5}))
     with pytest.raises(ValueError, match="adam_eps"):
-        check_learner_settings(APPOConfig().training(learner_config_dict={"adam_eps": 0}))
+        check_learner_settings(APPOConfig().learners(learner_config_dict={"adam_eps": 0}))
     with pytest.raises(ValueError, match="IMPALA and APPO"):
-        check_learner_settings(DQNConfig().training(learner_config_dict={"adam_eps": 1e-5}))
+        check_learner_settings(DQNConfig().learners(learner_config_dict={"adam_eps": 1e-5}))

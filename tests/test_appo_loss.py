@@ -60,12 +60,12 @@ def test_the_suites_learners_take_the_switches_theirs_read(key):
     from sweeps.harness.cli import UsageError, apply_settings, check_learner_settings
 
     on = {key: True}
-    check_learner_settings(APPOConfig().training(learner_config_dict=on))
+    check_learner_settings(APPOConfig().learners(learner_config_dict=on))
     if key == "vtrace_whole_chunks":  # IMPALA's learner reads it too (impala_loss.py)
-        check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
+        check_learner_settings(IMPALAConfig().learners(learner_config_dict=on))
     else:
         with pytest.raises(ValueError, match="only the suite's APPO learner"):
-            check_learner_settings(IMPALAConfig().training(learner_config_dict=on))
+            check_learner_settings(IMPALAConfig().learners(learner_config_dict=on))
     with pytest.raises(UsageError, match="must be true or false"):
         apply_settings(APPOConfig(), [("learner_config_dict", {key: "on"})])
 
@@ -128,7 +128,8 @@ def _loss(learner, config, batch, fn, lambda_=None, **learner_config):
     from ray.rllib.core.learner.learner import POLICY_LOSS_KEY
 
     lam = {} if lambda_ is None else {"lambda_": lambda_}
-    config = config.copy(copy_frozen=False).training(learner_config_dict=learner_config, **lam)
+    config = config.copy(copy_frozen=False).training(**lam)
+    config.learners(learner_config_dict=learner_config)
     fwd_out = learner.module[DEFAULT_MODULE_ID].forward_train(batch)
     loss = fn(module_id=DEFAULT_MODULE_ID, config=config, batch=batch, fwd_out=fwd_out)
     logs = POLICY_LOSS_KEY if isinstance(config, APPOConfig) else "mean_pi_loss"  # IMPALA's

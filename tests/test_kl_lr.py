@@ -67,15 +67,15 @@ def test_only_the_suites_vtrace_learners_take_learner_settings():
 
     from sweeps.harness.cli import check_learner_settings
 
-    check_learner_settings(APPOConfig().training(learner_config_dict={"lr_kl_target": 0.01}))
+    check_learner_settings(APPOConfig().learners(learner_config_dict={"lr_kl_target": 0.01}))
     check_learner_settings(DQNConfig())  # nothing set: nothing to refuse
     with pytest.raises(ValueError, match="must be > 0"):
-        check_learner_settings(APPOConfig().training(learner_config_dict={"lr_kl_target": -1}))
+        check_learner_settings(APPOConfig().learners(learner_config_dict={"lr_kl_target": -1}))
     with pytest.raises(ValueError, match="IMPALA and APPO"):
-        check_learner_settings(DQNConfig().training(learner_config_dict={"lr_kl_target": 0.01}))
+        check_learner_settings(DQNConfig().learners(learner_config_dict={"lr_kl_target": 0.01}))
     with pytest.raises(ValueError, match="lr_scale_by_return"):
         bad = {"lr_scale_by_return": [[5, 1.0], [15, -1.0]]}
-        check_learner_settings(APPOConfig().training(learner_config_dict=bad))
+        check_learner_settings(APPOConfig().learners(learner_config_dict=bad))
 
 
 class _Base:

@@ -10,7 +10,7 @@ raised its entropy from 0.25 to 0.83 nats
 CleanRL's and Stable-Baselines3's PPO on Atari use ``eps`` 1e-5, which damps steps along
 parameters whose gradients are that small.
 
-Use: ``config.training(learner_config_dict={"adam_eps": 1e-5})``. Without it the learner's
+Use: ``config.learners(learner_config_dict={"adam_eps": 1e-5})``. Without it the learner's
 optimizer is RLlib's own.
 """
 

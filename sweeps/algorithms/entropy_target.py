@@ -14,7 +14,7 @@ to 0, where it does nothing::
 The sweep's own entropy bonus (and its schedule) still applies on top. Without a target the
 learner is unchanged.
 
-Use: ``config.training(learner_config_dict={"entropy_target": 0.3})``, in nats (``ln 6 = 1.79`` is
+Use: ``config.learners(learner_config_dict={"entropy_target": 0.3})``, in nats (``ln 6 = 1.79`` is
 uniform over Pong's 6 actions; 0.3 is about 95% on one action, the rest spread); optionally
 ``"entropy_target_rate"`` (default ``DEFAULT_RATE`` per update). The target may also be a
 schedule over env steps sampled, written as RLlib writes its ``lr`` and ``entropy_coeff``

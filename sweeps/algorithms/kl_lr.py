@@ -17,7 +17,7 @@ current), ``r`` the probability ratio of the action taken, before the minibatch'
 asynchronous learner the behaviour policy lags a batch or two behind: the lag counts as
 movement, as it should for a trust region around the data.
 
-Use: ``config.training(learner_config_dict={"lr_kl_target": 0.01})``; optionally
+Use: ``config.learners(learner_config_dict={"lr_kl_target": 0.01})``; optionally
 ``"lr_kl_min_scale"`` and ``"lr_kl_max_scale"`` (defaults ``MIN_SCALE``, ``MAX_SCALE``). Without a
 target the learner is unchanged. ``s`` and the KL are logged per module as ``lr_kl_scale`` and
 ``behaviour_kl`` (the step's learning rate is RLlib's own ``default_optimizer_learning_rate``
