@@ -23,7 +23,7 @@ import math
 import pandas as pd
 
 from analysis.fmt import DASH, fmt_float, fmt_spread, markdown_table
-from analysis.tables import TRIAL_KEY
+from analysis.tables import TRIAL_KEY, spread
 from analysis.workload import Workload
 
 COLLAPSE_DROP_NATS = 0.4
@@ -75,12 +75,6 @@ def per_trial(selected: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["config", "largest_fall", "lowest_entropy", "collapses"])
 
 
-def _spread(values: pd.Series) -> tuple[float, float, float]:
-    """(median, min, max) of the non-NaN values; NaNs when there are none."""
-    v = values.dropna().astype(float)
-    return (v.median(), v.min(), v.max()) if len(v) else (math.nan, math.nan, math.nan)
-
-
 def _entropy(x: float) -> str:
     return DASH if math.isnan(x) else f"{x:.2g}"
 
@@ -104,9 +98,9 @@ def stability_section(w: Workload) -> list[str]:
         t = trials[trials["config"] == config]
         if t.empty:
             continue
-        row = [config, str(len(t)), fmt_spread(_spread(t["largest_fall"]), fmt_float)]
+        row = [config, str(len(t)), fmt_spread(spread(t["largest_fall"]), fmt_float)]
         if entropy:
-            row += [fmt_spread(_spread(t["lowest_entropy"]), _entropy), _collapses(t["collapses"])]
+            row += [fmt_spread(spread(t["lowest_entropy"]), _entropy), _collapses(t["collapses"])]
         rows.append(row)
     about_entropy = (
         " Policy-gradient learners report their policy's entropy (a Q-learner's is a dash): its "

@@ -207,21 +207,21 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "kind": g["kind"].iloc[0],
                 "num_env_runners": g["num_env_runners"].iloc[0],
                 "seeds": len(g),
-                "final_return": _spread(g["final_return"]),
-                "final_greedy": _spread(g["final_greedy"]),
-                "final_pct_of_optimum": _spread(g["final_pct_of_optimum"]),
+                "final_return": spread(g["final_return"]),
+                "final_greedy": spread(g["final_greedy"]),
+                "final_pct_of_optimum": spread(g["final_pct_of_optimum"]),
                 # Interquartile means with 95% intervals (NaN intervals below 5 seeds).
                 "final_return_iqm": stats.iqm(g["final_return"]),
                 "final_greedy_iqm": stats.iqm(g["final_greedy"]),
                 "final_pct_iqm": stats.iqm(g["final_pct_of_optimum"]),
-                "env_steps": _spread(g["env_steps"]),
-                "train_time_s": _spread(g["train_time_s"]),
-                "env_steps_per_s": _spread(g["env_steps_per_s"]),
-                "final_eval": _spread(g["final_eval_return"]),
-                "final_eval_sampled": _spread(g["final_eval_sampled"]),
+                "env_steps": spread(g["env_steps"]),
+                "train_time_s": spread(g["train_time_s"]),
+                "env_steps_per_s": spread(g["env_steps_per_s"]),
+                "final_eval": spread(g["final_eval_return"]),
+                "final_eval_sampled": spread(g["final_eval_sampled"]),
                 "final_eval_episodes": g["final_eval_episodes"].max(),
                 "pct_held_out": bool(g["pct_held_out"].all()),
-                "final_exact_pct": _spread(g["final_eval_exact_pct"]),
+                "final_exact_pct": spread(g["final_eval_exact_pct"]),
                 "exact_heuristic_pct": g["final_eval_exact_heuristic_pct"].max(),
             }
         )
@@ -231,7 +231,7 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(order, kind="stable").reset_index(drop=True)
 
 
-def _spread(values: pd.Series) -> tuple[float, float, float]:
+def spread(values: pd.Series) -> tuple[float, float, float]:
     """(median, min, max) of the non-NaN values; NaNs when there are none."""
     v = values.dropna().astype(float)
     if v.empty:
@@ -322,8 +322,8 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for keys, g in ttt.groupby(cols, sort=False, dropna=False):
         reached = g[g["reached"]]
-        time_med, time_min, time_max = _spread(reached["train_time_s"])
-        steps_med, steps_min, steps_max = _spread(reached["env_steps"])
+        time_med, time_min, time_max = spread(reached["train_time_s"])
+        steps_med, steps_min, steps_max = spread(reached["env_steps"])
         hit = g["reached"].astype(bool)
         # Per seed: the time / env steps to the target, or its budget where it missed.
         by_seed = g.assign(
@@ -523,9 +523,9 @@ def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
             continue
         n_ref = _reference_runners(counts)
         per_n = {n: g[g["num_env_runners"] == n] for n in counts}
-        base = _spread(per_n[n_ref]["env_steps_per_s"])[0] if n_ref is not None else math.nan
+        base = spread(per_n[n_ref]["env_steps_per_s"])[0] if n_ref is not None else math.nan
         for n in counts:
-            med, lo, hi = _spread(per_n[n]["env_steps_per_s"])
+            med, lo, hi = spread(per_n[n]["env_steps_per_s"])
             speedup = med / base if n >= 1 else math.nan
             rows.append(
                 {
