@@ -120,6 +120,10 @@ EXPERIMENT_COLUMNS = [
     "cpu_model",
     "platform",
     "load",  # the machine's 1-minute load average at start -> end ("" when not recorded)
+    # The machine's speed, its raw env rate in env steps/s at the run's start and end
+    # (sweeps/harness/machine_speed.py; NaN where not measured, as before it was)
+    "raw_env_start",
+    "raw_env_end",
     "started_at",
     "ended_at",
     "run_status",
@@ -138,6 +142,8 @@ INT_COLUMNS = [
 ]
 FLOAT_COLUMNS = ITERATION_COLUMNS + [
     "max_t",
+    "raw_env_start",
+    "raw_env_end",
     "optimum",
     "random_return",
     "final_eval_return",

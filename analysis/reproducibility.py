@@ -1,6 +1,6 @@
-"""The report's reproducibility section as Markdown lines: every run (status, dates, load, commit),
-the exact command of each, the machines, package versions and commits they ran on, and what
-collecting them skipped, de-duplicated or repaired."""
+"""The report's reproducibility section as Markdown lines: every run (status, dates, load, the
+machine's speed, commit), the exact command of each, the machines, package versions and commits
+they ran on, and what collecting them skipped, de-duplicated or repaired."""
 
 from __future__ import annotations
 
@@ -8,7 +8,15 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.fmt import DASH, fmt_int, markdown_table
+from analysis.fmt import DASH, fmt_int, is_missing, markdown_table
+from sweeps.harness.machine_speed import RUN_SECONDS
+
+RUNS_NOTE = (
+    "At each run's start -> end: the machine's 1-minute load average, and its speed, the "
+    f"workload's env stepped with random actions in one process for {RUN_SECONDS:g} s (raw env "
+    "steps/s; a dash: the run predates the measurement). A machine that runs slower shows in the "
+    "second, not always in the first (a host throttling its VM)."
+)
 
 
 def reproducibility_section(
@@ -20,7 +28,7 @@ def reproducibility_section(
     """The runs behind the report and how to run each again; ``skipped``, ``deduped`` and
     ``repaired``: what collecting them left out, counted once or repaired."""
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
-    lines = ["## Reproducibility", "", "### Runs", "", _runs_table(runs, exps), ""]
+    lines = ["## Reproducibility", "", "### Runs", "", _runs_table(runs, exps), "", RUNS_NOTE, ""]
     lines += _commands(exps)
     lines += _environments(exps)
     lines += _collection_notes(skipped, deduped, repaired)
@@ -31,7 +39,7 @@ def _runs_table(runs: pd.DataFrame, exps: pd.DataFrame) -> str:
     """One row per run: what it ran, how many trials, its status, dates, load and commit."""
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
     header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
-    header += ["started", "ended", "load (1 min)", "git commit"]
+    header += ["started", "ended", "load (1 min)", "raw env steps/s", "git commit"]
     rows = [
         [
             e["experiment"],
@@ -44,11 +52,21 @@ def _runs_table(runs: pd.DataFrame, exps: pd.DataFrame) -> str:
             e["started_at"] or DASH,
             e["ended_at"] or DASH,
             e.get("load") if isinstance(e.get("load"), str) and e.get("load") else DASH,
+            _speed_cell(e),
             _commit_cell(e, 12),
         ]
         for _, e in exps.iterrows()
     ]
     return markdown_table(header, rows)
+
+
+def _speed_cell(experiment: pd.Series) -> str:
+    """``"4,458 -> 1,421"``: the machine's raw env rate at a run's start and end, as recorded
+    (sweeps/harness/machine_speed.py); a dash for a run that predates the measurement."""
+    ends = [experiment.get("raw_env_start"), experiment.get("raw_env_end")]
+    if all(is_missing(v) for v in ends):
+        return DASH
+    return " -> ".join("?" if is_missing(v) else fmt_int(v) for v in ends)
 
 
 def _commit_cell(experiment: pd.Series, width: int | None = None) -> str:

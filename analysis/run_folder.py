@@ -267,6 +267,8 @@ class _Experiment:
             "cpu_model": machine.cpu_model or "",
             "platform": machine.platform or "",
             "load": _load(machine),
+            "raw_env_start": number(machine.raw_env_steps_per_s_at_start),
+            "raw_env_end": number(machine.raw_env_steps_per_s_at_end),
             "started_at": info.started_at or "",
             "ended_at": info.ended_at or "",
             "run_status": info.status or "",

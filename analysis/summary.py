@@ -62,6 +62,7 @@ def summary_section(
     lines += _not_reached(w)
     lines += [verdict(w), ""]
     lines += _machines_note(w)
+    lines += _speed_note(w)
     lines += _random_line(references)
     lines += w.kind.rules_note()
     lines += _missed_note(w)
@@ -290,6 +291,37 @@ def _machines_note(w: Workload) -> list[str]:
         f"The runs compared here ran on {len(counts)} CPU models ({named}; *Machines* under "
         "Reproducibility names each run's): their training times compare across machines only "
         "roughly, their env steps do not depend on the machine.",
+        "",
+    ]
+
+
+# Raw env rates further apart than this (fastest / slowest) are said under the summary: a 1 s
+# measurement of an idle machine varies by a few percent.
+SPEED_SPREAD = 1.25
+
+
+def _speed_note(w: Workload) -> list[str]:
+    """A sentence where the machine's speed (its raw env rate at the start and end of each run
+    compared, run.json's machine) varied by more than ``SPEED_SPREAD``: a throttled host slows
+    training time and shows in no load average; env steps do not depend on it."""
+    if "raw_env_start" not in w.selected.columns:
+        return []
+    runs = w.selected.drop_duplicates("experiment")
+    rates = runs.melt("experiment", ["raw_env_start", "raw_env_end"]).dropna(subset=["value"])
+    if rates.empty:
+        return []
+    slow, fast = rates.loc[rates["value"].idxmin()], rates.loc[rates["value"].idxmax()]
+    if fast["value"] < SPEED_SPREAD * slow["value"]:
+        return []
+    unmeasured = int((runs["raw_env_start"].isna() & runs["raw_env_end"].isna()).sum())
+    return [
+        f"**The machine's speed varied** between the runs compared here: its raw env rate, "
+        f"measured at each run's start and end, went from {fast['value']:,.0f} env steps/s "
+        f"(`{fast['experiment']}`) down to {slow['value']:,.0f} (`{slow['experiment']}`), "
+        f"{fast['value'] / slow['value']:.1f}× slower (*Runs* under Reproducibility has each "
+        "run's). Training times from runs made at different speeds do not compare; env steps "
+        "do not depend on the machine."
+        + (f" {unmeasured} run(s) compared predate the measurement." if unmeasured else ""),
         "",
     ]
 

@@ -38,6 +38,7 @@ from sweeps.harness import keys
 from sweeps.harness.cli import apply_settings, count, positive_float, setting
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import atomic_write_text, check_writable
+from sweeps.harness.machine_speed import raw_env_rate
 from sweeps.perf import perf_report
 from sweeps.workloads import NAMED
 
@@ -206,7 +207,7 @@ def window_rates(
 
 
 # --------------------------------------------------------------------------------------------
-# The raw env rate
+# The raw env rate (its loop: sweeps/harness/machine_speed.py, which every run also times)
 # --------------------------------------------------------------------------------------------
 
 
@@ -215,26 +216,6 @@ def make_env(env: str, variant: str, num_envs: int | None = None) -> Any:
     the vector env of ``num_envs`` games (default: the V-trace recipe's 32) that a runner steps
     in one call."""
     return NAMED[env].make_raw_env(argparse.Namespace(env=env, variant=variant), num_envs)
-
-
-def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:
-    """Env steps per second of one process stepping ``env`` with random actions (drawn in
-    advance), resetting at episode ends, for ``seconds``; a vector env (``num_envs``) counts
-    each of its envs' steps and resets them itself."""
-    num_envs = getattr(env, "num_envs", None)
-    env.action_space.seed(seed)
-    actions = [env.action_space.sample() for _ in range(4096 if num_envs is None else 256)]
-    env.reset(seed=seed)
-    steps = 0
-    t0 = time.perf_counter()
-    deadline = t0 + seconds
-    while True:
-        _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
-        steps += 1
-        if num_envs is None and (terminated or truncated):
-            env.reset()
-        if steps % 16 == 0 and time.perf_counter() >= deadline:
-            return steps * (num_envs or 1) / (time.perf_counter() - t0)
 
 
 def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> float | None:

@@ -138,6 +138,7 @@ def write_experiment(
     git_dirty: bool | None = False,
     args: dict[str, Any] | None = None,
     cpu_model: str = "Fake CPU",
+    speed: tuple[float, float] | None = None,
 ) -> Path:
     """A fake Tune experiment folder with our runner's run.json and one folder per trial."""
     exp_dir = root / name
@@ -168,6 +169,9 @@ def write_experiment(
         "ended_at": "2025-01-01T01:00:00+00:00",
         "status": "finished",
     }
+    if speed is not None:  # the machine's raw env rate at start and end
+        run["machine"]["raw_env_steps_per_s_at_start"] = speed[0]
+        run["machine"]["raw_env_steps_per_s_at_end"] = speed[1]
     (exp_dir / "run.json").write_text(json.dumps(run))
     (exp_dir / "experiment_state-2025-01-01_00-00-00.json").write_text("{}")
     for index, trial in enumerate(trials):
@@ -1208,6 +1212,36 @@ def test_the_summary_says_when_the_compared_runs_ran_on_different_cpus(tmp_path)
     write_experiment(tmp_path / "one", "apex_bench", _reaching_90_at([2, 3, 3]), algo="apex")
     assert main(["report", str(tmp_path / "one"), "--out", str(tmp_path / "out1")]) == 0
     assert "CPU models" not in (tmp_path / "out1" / "REPORT.md").read_text()
+
+
+def test_the_summary_says_when_the_machine_ran_slower_for_some_runs(tmp_path):
+    """The raw env rates the runs recorded at their starts and ends, 3.1x apart: one sentence
+    under the verdict names the fastest and the slowest, and the runs table shows each run's;
+    within 25%: no sentence; runs from before the measurement: a dash, no sentence."""
+    raw, out = tmp_path / "raw", tmp_path / "out"
+    write_experiment(raw, "dqn_bench", _reaching_90_at([2, 4, 5]), speed=(4458.0, 4400.0))
+    slower = (4300.0, 1421.0)  # the host slowed down during the run
+    write_experiment(raw, "apex_bench", _reaching_90_at([2, 3]), algo="apex", speed=slower)
+    seed_2 = [{**_reaching_90_at([3])[0], "seed": 2}]
+    write_experiment(raw, "apex_bench_b", seed_2, algo="apex")  # run before it was measured
+    assert main(["report", str(raw), "--out", str(out)]) == 0
+    report = (out / "REPORT.md").read_text()
+    text = _section(report, "### cabs · base")
+    assert (
+        "**The machine's speed varied** between the runs compared here: its raw env rate, "
+        "measured at each run's start and end, went from 4,458 env steps/s (`dqn_bench`) down "
+        "to 1,421 (`apex_bench`), 3.1× slower"
+    ) in text
+    assert "1 run(s) compared predate the measurement." in text
+    runs = _section(report, "### Runs")
+    assert "| 4,300 -> 1,421 |" in runs and "| 4,458 -> 4,400 |" in runs
+    assert re.search(r"\| apex_bench_b \|.*\| — \| `0123456789ab` \|", runs)
+
+    steady = tmp_path / "steady"
+    write_experiment(steady, "dqn_bench", _reaching_90_at([2, 4, 5]), speed=(4458.0, 4000.0))
+    write_experiment(steady, "apex_bench", _reaching_90_at([2, 3, 3]), algo="apex")
+    assert main(["report", str(steady), "--out", str(tmp_path / "out1")]) == 0
+    assert "speed varied" not in (tmp_path / "out1" / "REPORT.md").read_text()
 
 
 def test_the_verdict_names_a_winner_the_seeds_separate(tmp_path):

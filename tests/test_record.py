@@ -100,6 +100,19 @@ def test_a_new_record_writes_the_keys_the_untyped_record_wrote():
     assert record.to_json()["machine"]["load_at_end"] == 1.0
 
 
+def test_the_machine_speed_is_written_once_measured(tmp_path):
+    """The raw env rate at start and end (sweeps/harness/machine_speed.py): absent from records
+    written before it (and from a run that could not measure it), read back once written."""
+    record = RunRecord.read(_write(tmp_path, V1_RECORD))
+    assert record.machine.raw_env_steps_per_s_at_start is None
+    assert "raw_env_steps_per_s_at_start" not in record.to_json()["machine"]
+    record.machine.raw_env_steps_per_s_at_start = 4458.0
+    record.machine.raw_env_steps_per_s_at_end = 1421.0
+    record.write(str(tmp_path / "new" / RECORD_FILE))
+    again = RunRecord.read(tmp_path / "new" / RECORD_FILE).machine
+    assert (again.raw_env_steps_per_s_at_start, again.raw_env_steps_per_s_at_end) == (4458, 1421)
+
+
 def test_unknown_keys_are_kept_on_rewrite(tmp_path):
     body = copy.deepcopy(V1_RECORD)
     body["workload_notes"] = {"anything": [1, 2]}  # a key a later (or another) version wrote
@@ -187,4 +200,8 @@ def test_a_resumed_record_notes_the_resume_and_keeps_the_rest(tmp_path):
     assert (record.status, record.ended_at) == ("running", None)
     assert [r["previous_status"] for r in record.resumes] == ["interrupted", "interrupted"]
     assert record.resumes[-1]["argv"] == ["--resume", str(tmp_path)]
+    assert "raw_env_steps_per_s" not in record.resumes[-1]  # not measured
     assert record.extra == {"workload_notes": "kept"} and record.args == V1_RECORD["args"]
+    args = SimpleNamespace(argv=["--resume", str(tmp_path)])
+    again = resumed_record(str(path), args, raw_env_steps_per_s=1421.0)
+    assert again.resumes[-1]["raw_env_steps_per_s"] == 1421.0  # the machine's speed at resume

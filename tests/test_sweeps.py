@@ -85,6 +85,8 @@ def test_benchmark_mode_runs_one_trial_per_seed_one_at_a_time(tmp_path, ray_sess
     assert rc == 0
     record = json.loads((experiment / "run.json").read_text())
     assert record["kind"] == "benchmark" and record["plan"]["concurrent"] == 1
+    speeds = [record["machine"][f"raw_env_steps_per_s_at_{when}"] for when in ("start", "end")]
+    assert all(s > 0 for s in speeds)  # the machine's speed (sweeps/harness/machine_speed.py)
     windows = []
     for trial in _trial_dirs(experiment):
         results = [json.loads(line) for line in (trial / "result.json").read_text().splitlines()]

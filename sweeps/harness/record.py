@@ -43,6 +43,10 @@ class Machine:
     platform: str | None = None
     load_at_start: float | None = None  # the 1-minute load average
     load_at_end: float | None = field(default=None, metadata=_WHEN_SET)
+    # The workload's raw env rate, env steps/s (sweeps/harness/machine_speed.py): how fast the
+    # machine was, which the load average does not show (a throttled host)
+    raw_env_steps_per_s_at_start: float | None = field(default=None, metadata=_WHEN_SET)
+    raw_env_steps_per_s_at_end: float | None = field(default=None, metadata=_WHEN_SET)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know
 
 

@@ -147,8 +147,9 @@ def read_failures(experiment: str) -> list[dict[str, Any]]:
     return out
 
 
-def resumed_record(record_path: str, args) -> RunRecord:
-    """The run record of a sweep being resumed: this resume appended, running again."""
+def resumed_record(record_path: str, args, raw_env_steps_per_s: float | None = None) -> RunRecord:
+    """The run record of a sweep being resumed: this resume appended (with the machine's raw
+    env rate now, where measured: sweeps/harness/machine_speed.py), running again."""
     record = RunRecord.read(record_path)  # checked readable by the CLI
     resume = {
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
@@ -157,6 +158,8 @@ def resumed_record(record_path: str, args) -> RunRecord:
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
     }
+    if raw_env_steps_per_s is not None:
+        resume["raw_env_steps_per_s"] = raw_env_steps_per_s
     record.resumes = [*(record.resumes or []), resume]
     record.status, record.ended_at = "running", None
     return record

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeps.harness import keys, outcome, recovery, storage
+from sweeps.harness import keys, machine_speed, outcome, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
@@ -186,15 +186,25 @@ def search(
     Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or FIFO); benchmark mode: the
     tuned defaults once per seed, FIFO."""
     param_space = _param_space(args, config)
+    speed = _machine_speed(sweep, args, "start")
     if args.resume:
-        return resume(args, config, param_space)
+        return resume(args, config, param_space, speed)
     trials = plan_trials(sweep, args, placement, param_space)
     stop = _stop_criteria(sweep, args)
     record = _new_record(sweep, args, config, placement, stop, trials.scheduler_info)
+    record.machine.raw_env_steps_per_s_at_start = speed
     record.first_trial = trials.first_trial  # the tuned defaults as search parameters
     record.write(_record_path(args))
     tuner = build_tuner(sweep, args, config, param_space, placement, trials, stop, record)
     return tuner, record
+
+
+def _machine_speed(sweep: Sweep, args: argparse.Namespace, when: str) -> float | None:
+    """The workload's raw env rate now (sweeps/harness/machine_speed.py), printed."""
+    speed = machine_speed.measure(sweep.workload, args)
+    if speed is not None:
+        print(machine_speed.line(speed, when), flush=True)
+    return speed
 
 
 def _param_space(args: argparse.Namespace, config: Any) -> dict[str, Any]:
@@ -213,11 +223,15 @@ def _record_path(args: argparse.Namespace) -> str:
 
 
 def resume(
-    args: argparse.Namespace, config: Any, param_space: dict[str, Any]
+    args: argparse.Namespace,
+    config: Any,
+    param_space: dict[str, Any],
+    speed: float | None = None,
 ) -> tuple[Any, RunRecord]:
-    """The Tuner restored from the sweep folder, and its run record marked resumed (written).
-    The same config and param space as the first start (rebuilt from the recorded args); Tune
-    brings back the trials, the searcher, the scheduler, the stopper and callbacks."""
+    """The Tuner restored from the sweep folder, and its run record marked resumed (written;
+    ``speed``: the machine's raw env rate now). The same config and param space as the first
+    start (rebuilt from the recorded args); Tune brings back the trials, the searcher, the
+    scheduler, the stopper and callbacks."""
     from ray import tune
 
     experiment = _experiment_dir(args)
@@ -234,7 +248,7 @@ def resume(
         msg = error_line(f"{type(e).__name__}: {e}")
         raise UsageError(f"cannot restore {experiment}: {msg}") from None
     record_path = _record_path(args)
-    record = recovery.resumed_record(record_path, args)
+    record = recovery.resumed_record(record_path, args, raw_env_steps_per_s=speed)
     record.write(record_path)
     return tuner, record
 
@@ -396,9 +410,14 @@ def fit(tuner: Any) -> Any:
 
 
 def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunRecord) -> int:
-    """Close the run record (status, failures, end time, the held-out figure), print the best
-    trial, the failures and errors, and return the exit code."""
+    """Close the run record (the machine's speed, status, failures, end time, the held-out
+    figure), print the best trial, the failures and errors, and return the exit code."""
     experiment = _experiment_dir(args)
+    if not recovery.INTERRUPTED.is_set():
+        try:
+            record.machine.raw_env_steps_per_s_at_end = _machine_speed(sweep, args, "end")
+        except KeyboardInterrupt:  # a Ctrl-C while timing: noted in INTERRUPTED, as any other
+            pass
     interrupted = recovery.INTERRUPTED.is_set()
     errors = [] if results is None else [r for r in results if r.error is not None]
     failures = recovery.read_failures(experiment)

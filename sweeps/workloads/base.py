@@ -93,7 +93,7 @@ class Workload:
         """The flags that hand the benchmark's workload settings to a sweep."""
         return []
 
-    # --- the throughput benchmark -----------------------------------------------------------
+    # --- the raw env rate (the throughput benchmark; every run's machine speed) --------------
 
     raw_env_note: str = ""  # how the raw env rate is measured, when it isn't one env
 

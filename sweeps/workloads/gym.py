@@ -126,6 +126,12 @@ class Gym(Workload):
             + "; a random policy's return is measured at the start (the report's reference)",
         ]
 
+    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+        """The env as named, with its config: one env (an ALE id: one game)."""
+        from envs.gym import make
+
+        return make(args.env, args.env_config)
+
     def sweep_module(self, algo: str) -> str:
         return f"sweeps.{algo}_gym"
 

@@ -1,0 +1,70 @@
+"""How fast the machine steps the workload's env: the raw env rate, at a run's start and end.
+
+The same loop as the throughput benchmark's raw env rate (one process, random actions drawn in
+advance, the env exactly as an env runner's factory builds it), run for ``RUN_SECONDS`` when a run
+starts, resumes and ends; ``run.json`` keeps it under ``machine`` (``raw_env_steps_per_s_at_start``,
+``_at_end``; a resume's in its ``resumes`` entry). A host that throttles its VM, or a neighbour on
+its cores, slows every process alike and shows in no load average: the training times of runs made
+at different speeds do not compare, and the report says so where the rates of the runs it
+compares differ (``analysis.summary``). Env steps do not depend on the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import TYPE_CHECKING, Any
+
+from sweeps.harness.errors import error_line
+
+if TYPE_CHECKING:
+    from sweeps.workloads.base import Workload
+
+RUN_SECONDS = 1.0  # how long a run steps the env, at each of its start and end
+
+
+def raw_env_rate(env: Any, seconds: float, seed: int = 0) -> float:
+    """Env steps per second of one process stepping ``env`` with random actions (drawn in
+    advance), resetting at episode ends, for ``seconds``; a vector env (``num_envs``) counts
+    each of its envs' steps and resets them itself."""
+    num_envs = getattr(env, "num_envs", None)
+    env.action_space.seed(seed)
+    actions = [env.action_space.sample() for _ in range(4096 if num_envs is None else 256)]
+    env.reset(seed=seed)
+    steps = 0
+    t0 = time.perf_counter()
+    deadline = t0 + seconds
+    while True:
+        _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
+        steps += 1
+        if num_envs is None and (terminated or truncated):
+            env.reset()
+        if steps % 16 == 0 and time.perf_counter() >= deadline:
+            return steps * (num_envs or 1) / (time.perf_counter() - t0)
+
+
+def measure(
+    workload: Workload, args: argparse.Namespace, seconds: float = RUN_SECONDS
+) -> float | None:
+    """The workload's raw env rate in env steps/s, rounded; None where the workload has no raw
+    env or building or stepping it failed (said in one line: a run does not fail for it)."""
+    env = None
+    try:
+        env = workload.make_raw_env(args)
+        return float(round(raw_env_rate(env, seconds)))
+    except NotImplementedError:
+        return None
+    except Exception as e:
+        print(f"[sweep] machine speed not measured: {error_line(f'{type(e).__name__}: {e}')}")
+        return None
+    finally:
+        if env is not None:
+            env.close()
+
+
+def line(rate: float, when: str) -> str:
+    """The progress line of one measurement."""
+    return (
+        f"[sweep] machine speed at the {when}: {rate:,.0f} raw env steps/s "
+        f"(one process, random actions, {RUN_SECONDS:g} s)"
+    )

@@ -1,0 +1,78 @@
+"""The machine's speed that every run records at its start and end
+(sweeps/harness/machine_speed.py): the workload's raw env rate, or nothing (and one line) where
+it cannot be measured; a run never fails for it."""
+
+from __future__ import annotations
+
+import argparse
+
+from sweeps.harness import machine_speed
+from sweeps.workloads import NAMED
+from sweeps.workloads.base import Workload
+from sweeps.workloads.gym import GYM
+
+
+def test_the_raw_env_rate_of_each_kind_of_workload():
+    """The cab env, and a Gymnasium env by id: a whole number of env steps/s."""
+    cabs = machine_speed.measure(NAMED["cabs"], argparse.Namespace(variant="requests"), 0.05)
+    cartpole = argparse.Namespace(env="CartPole-v1", env_config={})
+    for rate in (cabs, machine_speed.measure(GYM, cartpole, 0.05)):
+        assert rate is not None and rate > 0 and rate == round(rate)
+
+
+class _NoRawEnv(Workload):
+    name = "none"
+
+
+class _BrokenEnv(Workload):
+    name = "broken"
+
+    def make_raw_env(self, args, num_envs=None):
+        raise RuntimeError("ROM not found\nsecond line")
+
+
+class _FailingEnv:
+    """An env that builds and resets, then fails at its first step."""
+
+    def __init__(self) -> None:
+        import gymnasium as gym
+
+        self.action_space = gym.spaces.Discrete(3)
+        self.closed = False
+
+    def reset(self, seed=None):
+        return 0, {}
+
+    def step(self, action):
+        raise ZeroDivisionError("division by zero")
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _EnvThatFailsToStep(Workload):
+    name = "fails"
+
+    def make_raw_env(self, args, num_envs=None):
+        self.env = _FailingEnv()
+        return self.env
+
+
+def test_a_workload_without_a_raw_env_or_with_a_broken_one_measures_nothing(capsys):
+    args = argparse.Namespace()
+    assert machine_speed.measure(_NoRawEnv(), args, 0.05) is None
+    assert capsys.readouterr().out == ""  # no raw env: nothing to say
+    assert machine_speed.measure(_BrokenEnv(), args, 0.05) is None
+    said = capsys.readouterr().out
+    assert said == "[sweep] machine speed not measured: RuntimeError: ROM not found\n"
+    failing = _EnvThatFailsToStep()
+    assert machine_speed.measure(failing, args, 0.05) is None
+    assert "ZeroDivisionError" in capsys.readouterr().out
+    assert failing.env.closed  # the env is closed all the same
+
+
+def test_the_progress_line_says_what_was_measured():
+    assert machine_speed.line(4458.0, "start") == (
+        "[sweep] machine speed at the start: 4,458 raw env steps/s "
+        f"(one process, random actions, {machine_speed.RUN_SECONDS:g} s)"
+    )
