@@ -1217,7 +1217,7 @@ def test_the_summary_says_when_the_compared_runs_ran_on_different_cpus(tmp_path)
 def test_the_summary_says_when_the_machine_ran_slower_for_some_runs(tmp_path):
     """The raw env rates the runs recorded at their starts and ends, 3.1x apart: one sentence
     under the verdict names the fastest and the slowest, and the runs table shows each run's;
-    within 25%: no sentence; runs from before the measurement: a dash, no sentence."""
+    1.4x apart (a noisy measurement): no sentence; a run from before the measurement: a dash."""
     raw, out = tmp_path / "raw", tmp_path / "out"
     write_experiment(raw, "dqn_bench", _reaching_90_at([2, 4, 5]), speed=(4458.0, 4400.0))
     slower = (4300.0, 1421.0)  # the host slowed down during the run
@@ -1238,7 +1238,7 @@ def test_the_summary_says_when_the_machine_ran_slower_for_some_runs(tmp_path):
     assert re.search(r"\| apex_bench_b \|.*\| — \| `0123456789ab` \|", runs)
 
     steady = tmp_path / "steady"
-    write_experiment(steady, "dqn_bench", _reaching_90_at([2, 4, 5]), speed=(4458.0, 4000.0))
+    write_experiment(steady, "dqn_bench", _reaching_90_at([2, 4, 5]), speed=(4458.0, 3200.0))
     write_experiment(steady, "apex_bench", _reaching_90_at([2, 3, 3]), algo="apex")
     assert main(["report", str(steady), "--out", str(tmp_path / "out1")]) == 0
     assert "speed varied" not in (tmp_path / "out1" / "REPORT.md").read_text()

@@ -74,5 +74,22 @@ def test_a_workload_without_a_raw_env_or_with_a_broken_one_measures_nothing(caps
 def test_the_progress_line_says_what_was_measured():
     assert machine_speed.line(4458.0, "start") == (
         "[sweep] machine speed at the start: 4,458 raw env steps/s "
-        f"(one process, random actions, {machine_speed.RUN_SECONDS:g} s)"
+        "(one process, random actions, the fastest 0.25 s of 1 s)"
     )
+
+
+def test_the_rate_is_the_fastest_window():
+    """A machine slowed for a moment (one window of four): its speed is the other windows'."""
+    import time
+
+    from tests.test_throughput import CountingEnv
+
+    class StallsOnce(CountingEnv):
+        def step(self, action):
+            if self.t == 0 and self.resets == 1:  # the first episode's first step: 0.1 s
+                time.sleep(0.1)
+            return super().step(action)
+
+    whole = machine_speed.raw_env_rate(StallsOnce(), 0.2)
+    fastest = machine_speed.raw_env_rate(StallsOnce(), 0.2, windows=4)
+    assert fastest > 1.5 * whole

@@ -92,13 +92,15 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     with recovery.stop_signals_noted():  # Ctrl-C/SIGTERM, from here to the end: an interruption
         try:
             args, config = parse(sweep, argv)
+            # The machine's speed before Ray starts its processes (they share the cores)
+            speed = None if args.dry_run else _machine_speed(sweep, args, "start")
             placement = plan(sweep, args, config)
             if args.dry_run:
                 _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
                 stop = _stop_criteria(sweep, args)
                 print(dry_run_lines(sweep, args, config, stop, scheduler_info), flush=True)
                 return 0
-            tuner, record = search(sweep, args, config, placement)
+            tuner, record = search(sweep, args, config, placement, speed)
         except UsageError as e:
             print(f"{build_parser(sweep).prog}: error: {e}", file=sys.stderr)
             return 2
@@ -179,14 +181,17 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
 
 
 def search(
-    sweep: Sweep, args: argparse.Namespace, config: Any, placement: Plan
+    sweep: Sweep,
+    args: argparse.Namespace,
+    config: Any,
+    placement: Plan,
+    speed: float | None = None,
 ) -> tuple[Any, RunRecord]:
     """The Tuner and the run record, written to the sweep folder: a resumed sweep's restored
     from its folder; a new one's planned (``plan_trials``), recorded and built (``build_tuner``).
     Sweep mode: Optuna over ``sweep.sample_params`` with ASHA (or FIFO); benchmark mode: the
-    tuned defaults once per seed, FIFO."""
+    tuned defaults once per seed, FIFO. ``speed``: the machine's raw env rate at the start."""
     param_space = _param_space(args, config)
-    speed = _machine_speed(sweep, args, "start")
     if args.resume:
         return resume(args, config, param_space, speed)
     trials = plan_trials(sweep, args, placement, param_space)
