@@ -385,7 +385,12 @@ def test_the_fused_net_computes_what_rllibs_computes(algo: str) -> None:
         a, b = getattr(plain, forward)(batch), getattr(fused, forward)(batch)
         for key in a:
             if isinstance(a[key], torch.Tensor):
-                assert torch.equal(a[key], b[key]), (forward, key)
+                # the same up to float32 rounding: RLlib's DQN module runs obs and new_obs in one
+                # pass and splits it, the suite's in two, and a batch's size can change the conv's
+                # summation order (5e-8 apart on a Zen 3 host, bit for bit on an earlier one)
+                torch.testing.assert_close(
+                    a[key], b[key], rtol=1e-5, atol=1e-6, msg=f"{forward} {key}"
+                )
     env.close()
 
 

@@ -208,9 +208,12 @@ def run_with_kills(
     is alive (the first one, or its restarted successor) and the trial has counted the
     restarts so far (``counted()``, when given: a process killed again before the trial saw it
     back would be two kills for one restart), wait a random delay and SIGKILL it. Each kill
-    notes how long the trial took to count its restart (``recovered_after_s``). No kill once
-    ``budget_share()`` (the share of its env-step budget the trial sampled) reaches
-    ``KILL_BEFORE_SHARE``: fewer kills than asked for, and the summary says how many."""
+    notes how long the trial took to count its restart (``recovered_after_s``). With
+    ``budget_share()`` (the share of its env-step budget the trial sampled): no delay starts
+    before the trial has sampled (a process killed in its constructor is restarted by Ray
+    before RLlib ever sees it, and no restart is counted: on a slow machine the constructor
+    outlasted the delay), and no kill once the share reaches ``KILL_BEFORE_SHARE``: fewer
+    kills than asked for, and the summary says how many."""
     t0 = time.monotonic()
     proc = start_sweep(sweep, argv, log)
     processes = SweepProcesses(proc.pid)
@@ -233,7 +236,7 @@ def run_with_kills(
             break
         done = {k["pid"] for k in killed}
         targets = [p for p, t in processes.list() if t.startswith(title) and p not in done]
-        if not targets:
+        if not targets or (budget_share and budget_share() == 0):
             due = None
         elif due is None:
             due = time.monotonic() + rng.uniform(*delay_s)

@@ -5,8 +5,9 @@ The run's steps, each in its own module: ``cli`` parses the shared flags (defaul
 ``configs_from`` choose the first trials (the sweep's tuned defaults, or another sweep's
 configurations), ``runner`` searches and fits with Tune and summarises (``outcome``: the record
 closed, the best trial and the exit code); ``space`` draws and describes a sweep's search space;
-``record`` writes the run record, ``recovery`` handles interrupts and retries, ``storage`` the sweep
-folder (local or a URI), ``reporting`` the progress lines, TensorBoard HParams and the best trial.
+``record`` writes the run record (``machine_speed`` times the machine for it), ``recovery``
+handles interrupts and retries, ``storage`` the sweep folder (local or a URI), ``reporting`` the
+progress lines, TensorBoard HParams and the best trial.
 Beside the run: ``sweep`` (the ``Sweep`` a sweep file declares; its workload is one file in
 ``sweeps/workloads/``), ``callbacks`` (the suite's metrics in every result), ``keys`` (result keys),
 ``gpu`` (the CPU fallback of a learner without CUDA), ``dry_run``, ``held_out_pick`` and
