@@ -84,3 +84,30 @@ def test_the_suites_vtrace_configs_use_them():
     ]:
         config = module.make_config(parse_args(module.SWEEP, []))
         assert config.learner_class is learner, module.__name__
+
+
+def test_an_update_left_with_no_episodes_is_skipped() -> None:
+    """Every episode of a package lost with a dead env runner (RLlib drops those refs): the
+    suite's IMPALA/APPO learners skip the update, where RLlib's learner connector failed on the
+    empty list and took the trial with it; an update with episodes goes on as before."""
+    from ray.rllib.core.learner.training_data import TrainingData
+
+    from sweeps.algorithms.vtrace import BootstrappedAPPOTorchLearner, _SkipLostEpisodes
+
+    class RLlibLearner:  # stands for RLlib's IMPALA/APPO learner below the mixin
+        trained: list = []
+
+        def update(self, training_data, **kwargs):
+            self.trained = [*self.trained, (training_data.episodes, kwargs)]
+            return {"updated": True}
+
+    class Learner(_SkipLostEpisodes, RLlibLearner):
+        pass
+
+    learner = Learner()
+    assert learner.update(TrainingData(episodes=[]), timesteps={}) == {}
+    assert learner.trained == []
+    episode = object()
+    assert learner.update(TrainingData(episodes=[episode]), timesteps={}) == {"updated": True}
+    assert learner.trained == [([episode], {"timesteps": {}})]
+    assert BootstrappedAPPOTorchLearner.__mro__[1] is _SkipLostEpisodes

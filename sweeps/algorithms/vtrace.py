@@ -24,7 +24,8 @@ under the policy's entropy) and an optional KL-adapted learning rate
 (``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it, and both can run
 V-trace over whole chunks (``sweeps/algorithms/appo_loss.py``, ``impala_loss.py``); APPO's
 optionally standardises its advantages per minibatch and takes V-trace with the config's
-``lambda_``, which RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``).
+``lambda_``, which RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``). An
+update whose episodes were all lost with a dead env runner is skipped (``_SkipLostEpisodes``).
 """
 
 from __future__ import annotations
@@ -70,8 +71,29 @@ class _KeepBootstrap:
         )
 
 
+class _SkipLostEpisodes:
+    """Mixin before an RLlib IMPALA/APPO learner: an update left with no episodes is skipped.
+    RLlib 2.60 drops the episode refs of an env runner that died before the learner fetched
+    them (``TrainingData.solve_refs`` logs each), and where none is left its learner connector
+    fails on the empty list (an IndexError in ``AddOneTsToEpisodesAndTruncate``): the trial
+    failed and Tune started it again (``benchmarks/faults.py runners``, an env runner killed
+    on a slow host; ``tests/test_faults.py``)."""
+
+    def update(self, training_data, **kwargs):
+        training_data.solve_refs()  # (the learner's own call then finds nothing left to do)
+        if training_data.episodes is not None and not training_data.episodes:
+            return {}
+        return super().update(training_data, **kwargs)
+
+
 class BootstrappedIMPALATorchLearner(
-    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, IMPALALossOptions, IMPALATorchLearner
+    _SkipLostEpisodes,
+    AdamEps,
+    KLAdaptiveLR,
+    EntropyTarget,
+    _KeepBootstrap,
+    IMPALALossOptions,
+    IMPALATorchLearner,
 ):
     """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
     optional entropy target, learning-rate scales, Adam epsilon and V-trace over whole
@@ -79,7 +101,13 @@ class BootstrappedIMPALATorchLearner(
 
 
 class BootstrappedAPPOTorchLearner(
-    AdamEps, KLAdaptiveLR, EntropyTarget, _KeepBootstrap, APPOLossOptions, APPOTorchLearner
+    _SkipLostEpisodes,
+    AdamEps,
+    KLAdaptiveLR,
+    EntropyTarget,
+    _KeepBootstrap,
+    APPOLossOptions,
+    APPOTorchLearner,
 ):
     """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
     optional entropy target, learning-rate scales, Adam epsilon, standardised advantages,
