@@ -37,7 +37,8 @@ def reproducibility_section(
 
 
 def _runs_table(runs: pd.DataFrame, exps: pd.DataFrame) -> str:
-    """One row per run: what it ran, how many trials, its status, dates, load and commit."""
+    """One row per run: what it ran, how many trials, its status, dates, load, the machine's
+    speed and commit."""
     n_trials = runs.groupby("experiment")["trial_id"].nunique()
     header = ["experiment", "kind", "algorithm", "env", "variant", "trials", "status"]
     header += ["started", "ended", "load (1 min)", "raw env steps/s", "git commit"]
