@@ -2,8 +2,9 @@
 
 The throughput benchmark's raw env rate (one process, random actions drawn in advance, the env
 exactly as an env runner's factory builds it), taken for ``RUN_SECONDS`` before a run starts Ray,
-when it resumes and when it ends, the fastest of ``RUN_WINDOWS`` windows (Ray's own processes
-winding down beside it slowed a plain 1 s measurement of the cab env by a quarter);
+when it resumes and when it ends, the fastest of ``RUN_WINDOWS`` windows (a moment's contention,
+from Ray's processes starting or winding down or from the host, does not count; a plain 1 s
+rate of the cab env varied 1.6x between runs on a busy 2-core host);
 ``run.json`` keeps it under ``machine`` (``raw_env_steps_per_s_at_start``, ``_at_end``; a
 resume's in its ``resumes`` entry). A host that throttles its VM, or a neighbour on
 its cores, slows every process alike and shows in no load average: the training times of runs made
