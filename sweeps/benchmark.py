@@ -8,7 +8,8 @@ How to run
         --benchmark-seeds 3 --stop-train-time-s 600 --name cabs-requests
     python -m analysis report runs/benchmark/cabs-base runs/benchmark/cabs-requests \\
         --out results/cabs                                            # the committed report
-    python -m sweeps.benchmark --env cabs --num-env-runners 1,2,4,8   # scaling, >= 10 cores
+    python -m sweeps.benchmark --env cabs --num-env-runners 0,1,2,4,8 --num-cpus 9 \\
+        --stop-train-time-s 60 --name cabs-scaling     # scaling on 2 cores (docs/scaling.md)
     python -m sweeps.benchmark --env pong --algos appo --benchmark-seeds 1 \\
         --stop-train-time-s 5400                                      # Pong on 2 CPU cores
     python -m sweeps.benchmark --env pong --algos impala,appo,apex --benchmark-seeds 3 \\
@@ -155,6 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=_int_list,
         default=None,
         help="comma-separated env-runner counts (scaling); default: each sweep's own",
+    )
+    p.add_argument(
+        "--num-cpus",
+        type=count(1),
+        default=None,
+        help="CPUs each run's own Ray declares (default: the machine's cores); more than the "
+        "cores runs more env runners than cores, on purpose (docs/scaling.md)",
     )
     p.add_argument(
         "--stop-train-time-s",
@@ -318,6 +326,8 @@ def plan(args: argparse.Namespace) -> list[Run]:
             flags += args.workload.sweep_flags(args)
             if runners is not None:
                 flags += ["--num-env-runners", str(runners)]
+            if args.num_cpus is not None:
+                flags += ["--num-cpus", str(args.num_cpus)]
             flags += ["--storage-path", str(args.folder), "--name", name]
             module = args.workload.sweep_module(algo)
             sweep = f"{algo}_{args.workload.name}"

@@ -15,7 +15,6 @@ writing checkpoints (Tune's ``save_checkpoint`` calls between iterations) are no
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections import deque
 from typing import Any
@@ -29,7 +28,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 from envs import exact_optimum
 from sweeps.algorithms import entropy_target, kl_lr, training_return
 from sweeps.algorithms.apex.exploration import game_epsilon
-from sweeps.harness import keys
+from sweeps.harness import cpu_time, keys
 from sweeps.harness.values import number
 
 
@@ -50,7 +49,9 @@ def _size_torch_threads(algorithm: Any) -> None:
     threads = int(config.num_cpus_for_main_process)
     if _samples_then_trains(algorithm) and config.num_learners == 0:
         threads += int(config.num_env_runners * config.num_cpus_per_env_runner)
-        threads = min(threads, os.cpu_count() or 1)
+    # at most the cores this process may use (taskset); one where Ray declares more CPUs than
+    # the machine's cores (--num-cpus): every process of the trial then runs one thread
+    threads = 1 if cpu_time.oversubscribed() else min(threads, cpu_time.cores())
     torch.set_num_threads(max(1, threads))
 
 
@@ -98,11 +99,13 @@ class SuiteCallbacks(RLlibCallback):
         self._training_return = math.nan  # on the driver: the latest RETURN_MEAN
         self._optimum: float | None = None
         self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
+        self._cpu = cpu_time.Accounting()  # on the driver: the trial's processes' CPU time
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         _size_torch_threads(algorithm)
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         self._time_checkpoint_saving(algorithm)
+        self._cpu.start(algorithm)
         # Start-up (building runners, learners, the DP above) is not training time.
         self._mark = time.perf_counter()
 
@@ -131,6 +134,7 @@ class SuiteCallbacks(RLlibCallback):
         self._mark = time.perf_counter()
         self._eval_time_s = 0.0
         self._saving_s = 0.0
+        self._cpu.restart_clock()
 
     def on_episode_end(
         self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
@@ -215,6 +219,8 @@ class SuiteCallbacks(RLlibCallback):
         )
         train_time, eval_time = self._advance_clocks(metrics_logger)
         result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
+        cpu = self._cpu.advance(metrics_logger)
+        result.pop(cpu_time.METRICS_KEY, None)  # (the same)
 
         env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
         trained = keys.trained_steps(result, default=math.nan)
@@ -238,6 +244,9 @@ class SuiteCallbacks(RLlibCallback):
             keys.GREEDY_RETURN[-1]: self._greedy_return,
             keys.LOSS[-1]: loss,
         }
+        if cpu is not None and cpu.wall_s > 0:
+            suite[keys.CPU[-1]] = cpu.figures()
+            suite[keys.PREDICTED_TRAIN_TIME_S[-1]] = train_time * cpu.predicted_factor
         if self._optimum:
             suite[keys.OPTIMUM[-1]] = self._optimum
             suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * self._greedy_return / self._optimum

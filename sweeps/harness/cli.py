@@ -51,6 +51,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "checkpoint_freq": 5,  # ~20 ms and ~1.4 MB per cab DQN checkpoint (replay buffer not stored)
     "max_failures": 2,
     "address": None,
+    "num_cpus": None,
     "env_runner_resource": "auto",
     "placement_strategy": "PACK",
     "variant": "base",
@@ -303,6 +304,14 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         "--address", help="existing Ray cluster to run on (e.g. auto); default: start a local Ray"
     )
     r.add_argument(
+        "--num-cpus",
+        type=count(1),
+        help="CPUs the sweep's own Ray declares (as ray start --num-cpus; default: the "
+        "machine's cores). More than the cores runs more env runners than cores on purpose: "
+        "each process single-threaded, each busy one at a share of a core; env steps to target "
+        "compare, and each result predicts its time on a core per process (docs/scaling.md)",
+    )
+    r.add_argument(
         "--env-runner-resource",
         metavar="NAME",
         help="custom resource that only CPU worker nodes declare; env runners ask for 0.01 of it "
@@ -458,6 +467,11 @@ def parse_args(
             args.final_episodes = min(args.final_episodes, SMOKE_FINAL_EPISODES)
     if args.as_test and args.stop_reward is None:
         parser.error("--as-test needs --stop-reward")
+    if args.num_cpus is not None and (args.address or os.environ.get("RAY_ADDRESS")):
+        parser.error(
+            "--num-cpus sizes the sweep's own Ray; a cluster (--address, RAY_ADDRESS) declares "
+            "its CPUs itself (ray start --num-cpus on each node)"
+        )
     if args.configs_from is not None:
         _configs_from(sweep, parser, args, argv)
     if args.name is None:

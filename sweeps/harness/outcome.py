@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness import keys, recovery
+from sweeps.harness import cpu_time, keys, recovery
 from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, load_average
 
@@ -26,6 +26,9 @@ def close_record(
     the Optuna trials a killed driver left RUNNING."""
     record.failures = failures
     record.ended_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    if results is not None:
+        trials = [keys.get(r.metrics or {}, keys.CPU) for r in results]
+        record.cpu = cpu_time.run_summary(t for t in trials if isinstance(t, dict))
     record.machine.load_at_end = load_average()
     if interrupted or results is None:
         record.status = "interrupted"

@@ -234,11 +234,17 @@ def make_plan(algo_cls: Any, config: Any, max_concurrent: int) -> Plan:
     plan = Plan(cpus, gpus, bundles, strategy, 0, labels, nodes)
 
     if plan.trial_cpus > cpus or plan.trial_gpus > gpus:
+        oversubscribe = (
+            f", or on one machine run it with more runners than cores: --num-cpus "
+            f"{plan.trial_cpus:g} (docs/scaling.md)"
+            if plan.trial_gpus <= gpus
+            else ""
+        )
         raise UsageError(
             f"one trial needs {plan.trial_cpus:g} CPUs and {plan.trial_gpus:g} GPUs but the "
             f"cluster has {cpus:g} CPUs and {gpus:g} GPUs; lower --num-env-runners "
             f"(now {config.num_env_runners}), --num-learners (now {config.num_learners}) "
-            f"or --num-gpus-per-learner"
+            f"or --num-gpus-per-learner{oversubscribe}"
         )
     for label, bundle in zip(labels, bundles, strict=True):
         for k, v in bundle.items():
@@ -272,6 +278,53 @@ def make_plan(algo_cls: Any, config: Any, max_concurrent: int) -> Plan:
                 "placed there run on the CPU (their GPU stays reserved)"
             )
     return Plan(cpus, gpus, bundles, strategy, concurrent, labels, nodes, notes)
+
+
+# ------------------------------------------------------------------------------------------------
+# More CPUs than cores (--num-cpus), on purpose
+# ------------------------------------------------------------------------------------------------
+
+# What one process of a trial holds in memory, roughly (an env runner with its env and module,
+# a learner): the rule of thumb the oversubscription warning sizes a trial by.
+GB_PER_PROCESS = 0.4
+
+
+def available_memory_gb() -> float | None:
+    """MemAvailable of /proc/meminfo in GB (None where there is none)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 1024**2
+    except OSError:
+        pass
+    return None
+
+
+def oversubscription_lines(plan: Plan, cores: int, memory_gb: float | None) -> list[str]:
+    """What the plan says when the sweep's own Ray declares more CPUs than this machine has
+    cores: by how much, what it means for the figures, and whether memory holds the trials."""
+    if plan.cpus <= cores:
+        return []
+    busy = plan.trial_cpus * plan.concurrent
+    share = min(1.0, cores / busy) if busy else 1.0
+    lines = [
+        f"[plan] oversubscribed on purpose: Ray declares {plan.cpus:g} CPUs on {cores} core(s) "
+        f"({plan.cpus / cores:.1f}x); {busy:g} busy process(es) at once, each at about "
+        f"{share:.0%} of a core, one thread each",
+        "[plan] env steps to target compare with any machine; times are this machine's in slow "
+        "motion, and each result predicts its time on a core per process "
+        "(suite/predicted_train_time_s; docs/scaling.md)",
+    ]
+    processes = len(plan.bundles) * plan.concurrent
+    need = processes * GB_PER_PROCESS
+    if memory_gb is not None and need > memory_gb:
+        lines.append(
+            f"[plan] warning: {processes} processes at about {GB_PER_PROCESS:g} GB each need "
+            f"~{need:.0f} GB; {memory_gb:.0f} GB available: lower --num-env-runners or "
+            "--max-concurrent-trials"
+        )
+    return lines
 
 
 # ------------------------------------------------------------------------------------------------

@@ -47,6 +47,9 @@ class Machine:
     # machine was, which the load average does not show (a throttled host)
     raw_env_steps_per_s_at_start: float | None = field(default=None, metadata=_WHEN_SET)
     raw_env_steps_per_s_at_end: float | None = field(default=None, metadata=_WHEN_SET)
+    # The cores the run's processes could use (affinity: ``taskset`` narrows it); ``cpus`` above
+    # is what Ray declares (``--num-cpus`` may declare more, on purpose)
+    cores: int | None = field(default=None, metadata=_WHEN_SET)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know
 
 
@@ -91,6 +94,8 @@ class RunRecord:
     held_out: dict[str, Any] | None = field(default=None, metadata=_WHEN_SET)
     optuna_stale_trials_failed: int | None = field(default=None, metadata=_WHEN_SET)
     resumes: list[dict[str, Any]] | None = field(default=None, metadata=_WHEN_SET)
+    # CPU seconds per kind of process over the run's trials (sweeps/harness/cpu_time.py)
+    cpu: dict[str, Any] | None = field(default=None, metadata=_WHEN_SET)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know
 
     @classmethod
@@ -243,7 +248,10 @@ def versions() -> dict[str, str]:
 def machine(plan: Plan) -> Machine:
     import platform
 
+    from sweeps.harness.cpu_time import cores
+
     return Machine(
+        cores=cores(),
         cpus=plan.cpus,
         gpus=plan.gpus,
         cpu_model=cpu_model(),

@@ -20,12 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeps.harness import keys, machine_speed, outcome, recovery, storage
+from sweeps.harness import cpu_time, keys, machine_speed, outcome, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
 from sweeps.harness.errors import UsageError, error_line
-from sweeps.harness.placement import Plan, make_plan
+from sweeps.harness.placement import (
+    Plan,
+    available_memory_gb,
+    make_plan,
+    oversubscription_lines,
+)
 from sweeps.harness.placement import configure as configure_placement
 from sweeps.harness.record import (
     RECORD_FILE,
@@ -159,14 +164,21 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
 
     from envs import register_envs
 
+    address = args.address or os.environ.get("RAY_ADDRESS") or "local"
+    num_cpus = getattr(args, "num_cpus", None) if address == "local" else None
     if not ray.is_initialized():
+        if num_cpus is not None and num_cpus > cpu_time.cores():
+            # More CPUs declared than cores (on purpose): Ray's processes inherit this, and every
+            # process of a trial runs one thread (sweeps/harness/callbacks.py).
+            os.environ[cpu_time.OVERSUBSCRIBED_ENV] = "1"
         # Trial processes' own logs (RLlib's warnings) stay in the sweep folder's Ray logs unless
         # --verbose: the terminal shows the progress table.
         ray.init(
             # No --address: a Ray instance of the sweep's own, as --help says (Ray's default,
             # None, joins any cluster already running on the machine, e.g. another user's
             # `ray start`); RAY_ADDRESS, when set, is Ray's as usual.
-            address=args.address or os.environ.get("RAY_ADDRESS") or "local",
+            address=address,
+            num_cpus=num_cpus,
             include_dashboard=False,
             logging_level="ERROR",
             log_to_driver=args.verbose,
@@ -177,6 +189,10 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
     configure_placement(config, args, ray.cluster_resources())
     placement = make_plan(config.algo_class, config, args.max_concurrent_trials)
     print(placement.describe(args.benchmark_seeds or args.num_samples), flush=True)
+    if address == "local":
+        lines = oversubscription_lines(placement, cpu_time.cores(), available_memory_gb())
+        if lines:
+            print("\n".join(lines), flush=True)
     return placement
 
 
