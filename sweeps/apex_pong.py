@@ -100,6 +100,7 @@ SWEEP = runner.Sweep(
     description=__doc__.split("\n")[0],
     defaults={**dqn_family.PONG_DEFAULTS, "stop_timesteps": 4_000_000},
     smoke=dqn_family.PONG_SMOKE,
+    scaling=dqn_family.PONG_SCALING,
     extra_metrics=keys.APEX_METRICS,
 )
 

@@ -89,6 +89,7 @@ SWEEP = runner.Sweep(
     description=__doc__.split("\n")[0],
     defaults=DEFAULTS,
     smoke=vtrace_family.PONG_SMOKE,
+    scaling=vtrace_family.PONG_SCALING,
 )
 
 

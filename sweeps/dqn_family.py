@@ -12,6 +12,7 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
+from sweeps.harness.sweep import Scaling
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
 
@@ -75,3 +76,11 @@ PONG_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": 8,
 }
 PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}
+# At N env runners (docs/scaling.md): the recipe's 8 games spread over the runners; the replay
+# ratio (training_intensity), the learner's batch and the ε schedule (by env steps) stay the
+# recipe's. Ape-X's ε ladder spans every game of every runner, one replay shard per runner up to
+# 4; RLlib's DQN samples every runner, then trains, in turn (its runners wait while it trains).
+PONG_SCALING = Scaling(
+    note="the replay ratio, the learner's batch and the exploration (DQN's schedule, Ape-X's "
+    "ladder over every game of every runner) stay the recipe's"
+)

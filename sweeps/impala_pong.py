@@ -88,6 +88,7 @@ SWEEP = runner.Sweep(
     description=__doc__.split("\n")[0],
     defaults=vtrace_family.PONG_DEFAULTS,
     smoke=vtrace_family.PONG_SMOKE,
+    scaling=vtrace_family.PONG_SCALING,
 )
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from sweeps.algorithms.appo_loss import CHUNKS_KEY
+from sweeps.harness.sweep import Scaling
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
 
@@ -144,6 +145,14 @@ PONG_DEFAULTS: dict[str, Any] = {
     "num_envs_per_env_runner": pong.GAMES_PER_RUNNER,
 }
 PONG_SMOKE: dict[str, Any] = {**pong.PONG_SMOKE, "num_envs_per_env_runner": 2}
+# At N env runners (docs/scaling.md): the recipe's 32 games spread over the runners; the learner's
+# batch, its passes over it and the learning rate stay the recipe's, so one learner takes the same
+# batches from more processes and V-trace corrects their longer policy lag. Where the learner is
+# the busiest process (the report's scaling section), more runners stop paying.
+PONG_SCALING = Scaling(
+    note="the learner's batch (500 env steps), passes per batch and learning rate stay the "
+    "recipe's: V-trace corrects the runners' longer policy lag"
+)
 
 
 def sample_pong(

@@ -386,6 +386,7 @@ def test_profile_markdown_summary(monkeypatch):
         ("columnar-actor", 1, 0, 2),  # the suite's DQN with RLlib's training_step
         ("apex-actor", 1, 0, 1),
         ("dqn", 14, 0, 8),  # runners on other nodes: at most this machine's cores
+        ("dqn-oversubscribed", 14, 0, 1),  # --num-cpus beyond the cores: one thread each
     ],
 )
 def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
@@ -416,7 +417,9 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
         )
     algorithm = object.__new__(cls)
     algorithm.config = config
-    monkeypatch.setattr("os.cpu_count", lambda: 8)
+    monkeypatch.setattr("sweeps.harness.cpu_time.cores", lambda: 8)  # the cores it may use
+    if algo.endswith("-oversubscribed"):
+        monkeypatch.setenv("SUITE_OVERSUBSCRIBED", "1")
     before = torch.get_num_threads()
     try:
         _size_torch_threads(algorithm)

@@ -450,6 +450,7 @@ def parse_args(
         for key, value in variant_defaults.items():
             if key not in explicit:
                 setattr(args, key, value)
+    _scale_recipe(sweep, args, _explicit_flags(parser, argv))
     try:  # the workload's flags (a Gymnasium env: built and checked against the algorithm)
         sweep.workload.check(sweep.algo, args)
     except ValueError as e:
@@ -492,6 +493,34 @@ def parse_args(
             parser.error(f"--optuna-storage {args.optuna_storage}: {e}")
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
+
+
+def _scale_recipe(sweep: Sweep, args: argparse.Namespace, explicit: set[str]) -> None:
+    """--num-env-runners N on a recipe with a scaling rule (``Sweep.scaling``): its envs spread
+    over the N runners unless --num-envs-per-env-runner was given."""
+    if sweep.scaling is None or "num_envs_per_env_runner" in explicit:
+        return
+    base_runners = int(sweep.defaults.get("num_env_runners", SHARED_DEFAULTS["num_env_runners"]))
+    args.num_envs_per_env_runner = sweep.scaling.envs_per_runner(
+        base_runners, int(args.num_envs_per_env_runner), int(args.num_env_runners)
+    )
+
+
+def scaling_line(sweep: Sweep, args: argparse.Namespace) -> str | None:
+    """What the plan says of a recipe run at another env-runner count than its own."""
+    scaling = sweep.scaling
+    base_runners = int(sweep.defaults.get("num_env_runners", SHARED_DEFAULTS["num_env_runners"]))
+    if scaling is None or args.num_env_runners == base_runners:
+        return None
+    base_envs = sweep.defaults.get(
+        "num_envs_per_env_runner", SHARED_DEFAULTS["num_envs_per_env_runner"]
+    )
+    envs = args.num_envs_per_env_runner
+    return (
+        f"[plan] the recipe at {args.num_env_runners} env runner(s) (tuned at {base_runners} x "
+        f"{base_envs} envs): {envs} env(s) per runner, {envs * max(args.num_env_runners, 1)} in "
+        f"all; {scaling.note}"
+    )
 
 
 def _configs_from(

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeps.harness import cpu_time, keys, machine_speed, outcome, recovery, storage
-from sweeps.harness.cli import apply_settings, build_parser, parse_args
+from sweeps.harness.cli import apply_settings, build_parser, parse_args, scaling_line
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
 from sweeps.harness.errors import UsageError, error_line
@@ -183,12 +183,21 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
             logging_level="ERROR",
             log_to_driver=args.verbose,
         )
+    elif num_cpus is not None and ray.cluster_resources().get("CPU") != num_cpus:
+        # (a sweep started from Python in a process whose Ray already runs, e.g. a test)
+        raise UsageError(
+            f"--num-cpus {num_cpus}: this process's Ray already runs with "
+            f"{ray.cluster_resources().get('CPU', 0):g} CPUs; run the sweep as its own process"
+        )
     register_envs(*sweep.workload.env_names(args))
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
     # CPU fallback for a GPU node without CUDA (sweeps/harness/placement.py, sweeps/harness/gpu.py).
     configure_placement(config, args, ray.cluster_resources())
     placement = make_plan(config.algo_class, config, args.max_concurrent_trials)
     print(placement.describe(args.benchmark_seeds or args.num_samples), flush=True)
+    scaled = scaling_line(sweep, args)
+    if scaled:
+        print(scaled, flush=True)
     if address == "local":
         lines = oversubscription_lines(placement, cpu_time.cores(), available_memory_gb())
         if lines:

@@ -21,6 +21,28 @@ ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """How a recipe tuned at its default env-runner count goes to N runners
+    (``--num-env-runners N``), stated beside the recipe and printed in the plan.
+
+    ``spread_envs``: the envs the recipe steps in all (its default runners × envs per runner)
+    stay that many, spread over the N runners (at least one each; ``--num-envs-per-env-runner``
+    given on the command line wins): the same stream of games, stepped by more processes, so
+    what changes with N is what distribution changes (policy lag, replay ratio), not the data.
+    ``note``: what the rest of the recipe does at N runners, in a sentence."""
+
+    spread_envs: bool = True
+    note: str = ""
+
+    def envs_per_runner(self, base_runners: int, base_envs: int, runners: int) -> int:
+        """Envs per runner at ``runners`` for a recipe of ``base_envs`` at ``base_runners``."""
+        if not self.spread_envs or runners <= 0 or runners == base_runners:
+            return base_envs
+        total = max(base_runners, 1) * base_envs
+        return max(1, -(-total // runners))  # ceil: never fewer games than the recipe's
+
+
+@dataclass(frozen=True)
 class Sweep:
     """What differs between sweeps. ``defaults`` and ``smoke`` override the shared flags."""
 
@@ -40,6 +62,8 @@ class Sweep:
     doc: str = ""
     # Extra metrics (beyond the curated set) shown in TensorBoard's HParams tab.
     extra_metrics: tuple[keys.Key, ...] = ()
+    # How the recipe goes to more env runners (None: nothing changes but the runner count).
+    scaling: Scaling | None = None
 
     @property
     def env(self) -> str:
