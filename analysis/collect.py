@@ -61,6 +61,26 @@ ID_COLUMNS = [
     "num_env_runners",
     "tm_seed",
 ]
+# The trial's CPU time per process (result suite/cpu, sweeps/harness/cpu_time.py), lifetime sums
+# at each iteration; NaN in results written before it, or without /proc to read.
+CPU_COLUMNS = [
+    # train_time_s on a machine with a core per CPU bundle of the trial: a prediction
+    "predicted_train_time_s",
+    "cpu_wall_s",  # the wall-clock the figures span (evaluation included)
+    "cpu_trial_s",  # CPU seconds of all the trial's processes
+    "cpu_machine_s",  # the machine's busy CPU seconds on the run's cores, everything
+    "cpu_slowdown",  # 1 + waited / ran: how much slower than on a core each
+    "cpu_predicted_factor",  # predicted / measured wall-clock
+    "cpu_busiest_utilisation",  # the busiest process's CPU seconds / cpu_wall_s
+    "cpu_trial_cpus",  # the trial's CPU bundles: the cores of the predicted machine
+    # CPU seconds per kind of process; NaN where the trial has none of that kind
+    "cpu_driver_s",  # the trial's own process (the learner too with num_learners 0)
+    "cpu_env_runners_s",  # summed over the env runners
+    "cpu_env_runner_max_s",  # the busiest env runner's
+    "cpu_learners_s",  # remote learners
+    "cpu_aggregators_s",  # IMPALA's and APPO's aggregator actors
+    "cpu_replay_shards_s",  # Ape-X's replay shards
+]
 ITERATION_COLUMNS = [
     "training_iteration",
     "env_steps",  # env steps sampled, lifetime
@@ -75,9 +95,10 @@ ITERATION_COLUMNS = [
     "env_steps_per_s",  # env steps / train_time_s, lifetime
     "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
     "entropy",  # the policy's entropy (nats), policy-gradient learners; NaN for Q-learners
+    *CPU_COLUMNS,
 ]
 # Iteration columns that tables written before them lack (read as NaN there).
-OPTIONAL_COLUMNS = ["entropy"]
+OPTIONAL_COLUMNS = ["entropy", *CPU_COLUMNS]
 TRIAL_COLUMNS = [
     "trial_status",
     # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)
@@ -93,6 +114,11 @@ TRIAL_COLUMNS = [
     # from the policy's distribution, as in training; their mean return and its 95% half-width
     "final_eval_sampled_return",
     "final_eval_sampled_ci95",
+    # The kind of the process that ran longest on a core over the whole trial (its last result's
+    # suite/cpu busiest, the index dropped: "env_runner_3" -> "env_runner"; "" without figures).
+    # A trial column: the figures are lifetime sums, so the last result's busiest is the trial's,
+    # and each kind's seconds at every iteration are in the cpu_*_s columns.
+    "cpu_busiest",
 ]
 EXPERIMENT_COLUMNS = [
     "metric",
@@ -115,7 +141,8 @@ EXPERIMENT_COLUMNS = [
     "ray_version",
     "torch_version",
     "python_version",
-    "cpus",
+    "cpus",  # the CPUs Ray declared (may be more than the cores, on purpose)
+    "cores",  # the cores the run's processes could use (run.json machine.cores; NA before it)
     "gpus",
     "cpu_model",
     "platform",
@@ -136,6 +163,7 @@ INT_COLUMNS = [
     "env_steps",
     "budget_env_steps",
     "cpus",
+    "cores",
     "gpus",
     "final_eval_episodes",
     "random_episodes",

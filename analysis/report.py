@@ -29,6 +29,7 @@ from analysis import (
     hparams,
     plots,
     reproducibility,
+    scaling,
     sections,
     stability,
     summary,
@@ -297,7 +298,7 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
         lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
     lines += stability.stability_section(w)
     lines += sections.speedup_section(w)
-    lines += sections.scaling_section(w, draw.scaling(w))
+    lines += scaling.scaling_section(w, draw.scaling(w))
     savings = asha.asha_savings(w.runs)
     lines += sweep_sections.sweep_section(
         w.runs, savings, draw.sweeps(w, savings), draw.hparams(w, savings)

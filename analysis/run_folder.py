@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -147,6 +148,7 @@ def _trial_columns(
         "num_env_runners": number(params.get("num_env_runners")),
         "tm_seed": number(env_config.get("tm_seed")),
         "trial_status": status,
+        "cpu_busiest": _busiest_kind(last),
         **_final_evaluation(trial_dir, skipped, where),
         **{HP_PREFIX + h: _cell(dotted(params, h)) for h in exp.info.hyperparameters},
     }
@@ -263,6 +265,7 @@ class _Experiment:
             "torch_version": versions.get("torch") or "",
             "python_version": versions.get("python") or "",
             "cpus": number(machine.cpus),
+            "cores": number(machine.cores),
             "gpus": number(machine.gpus),
             "cpu_model": machine.cpu_model or "",
             "platform": machine.platform or "",
@@ -381,7 +384,64 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "env_steps_per_s": steps_per_s,
         "metric_value": number(keys.get(result, _split(metric))) if metric else math.nan,
         "entropy": number(keys.get(result, keys.ENTROPY)),
+        **_cpu_columns(result),
     }
+
+
+# Per kind of process: the cpu_* column of its slots' CPU seconds and how it sums them (slots
+# ``<kind>_<index>``, sweeps/harness/cpu_time.discover); the driver is one slot.
+_KIND_COLUMNS = {
+    "driver": (("cpu_driver_s", sum),),
+    "env_runner": (("cpu_env_runners_s", sum), ("cpu_env_runner_max_s", max)),
+    "learner": (("cpu_learners_s", sum),),
+    "aggregator": (("cpu_aggregators_s", sum),),
+    "replay_shard": (("cpu_replay_shards_s", sum),),
+}
+# The figures of suite/cpu read as they are.
+_CPU_FIGURES = {
+    "cpu_wall_s": "wall_s",
+    "cpu_trial_s": "trial_s",
+    "cpu_machine_s": "machine_s",
+    "cpu_slowdown": "slowdown",
+    "cpu_predicted_factor": "predicted_factor",
+    "cpu_busiest_utilisation": "busiest_utilisation",
+    "cpu_trial_cpus": "trial_cpus",
+}
+
+
+def slot_kind(slot: str) -> str:
+    """The kind of a process slot: its name without the index (``"env_runner_3"`` ->
+    ``"env_runner"``, ``"driver"`` as it is)."""
+    return re.sub(r"_\d+$", "", slot)
+
+
+def _cpu_columns(result: Mapping[str, Any]) -> dict[str, float]:
+    """The trial's CPU figures at this result (``suite/cpu``, lifetime sums): NaN where the
+    result has none, and per kind of process where the trial has no process of that kind."""
+    from sweeps.harness import keys
+
+    cpu = keys.get(result, keys.CPU)
+    cpu = cpu if isinstance(cpu, Mapping) else {}
+    row = {"predicted_train_time_s": number(keys.get(result, keys.PREDICTED_TRAIN_TIME_S))}
+    row.update({column: number(cpu.get(figure)) for column, figure in _CPU_FIGURES.items()})
+    ran = cpu.get("ran_s") if isinstance(cpu.get("ran_s"), Mapping) else {}
+    by_kind: dict[str, list[float]] = {}
+    for slot, seconds in ran.items():
+        by_kind.setdefault(slot_kind(str(slot)), []).append(number(seconds))
+    for kind, columns in _KIND_COLUMNS.items():
+        for column, combine in columns:
+            row[column] = combine(by_kind[kind]) if kind in by_kind else math.nan
+    return row
+
+
+def _busiest_kind(last: Mapping[str, Any]) -> str:
+    """The kind of the trial's busiest process over its life (its last result's lifetime
+    figures), or "" where it reported none."""
+    from sweeps.harness import keys
+
+    cpu = keys.get(last, keys.CPU)
+    busiest = cpu.get("busiest") if isinstance(cpu, Mapping) else None
+    return slot_kind(busiest) if isinstance(busiest, str) and busiest else ""
 
 
 def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[str, Any]:
@@ -407,7 +467,3 @@ def _final_evaluation(trial_dir: Path, skipped: list[str], where: str) -> dict[s
     except (OSError, ValueError, KeyError, TypeError) as err:
         skipped.append(f"{where}/{EVALUATION_FILE} (unreadable: {err})")
         return {}
-
-
-def _trial_dirs(exp_dir: Path) -> list[Path]:
-    return sorted(d for d in exp_dir.iterdir() if d.is_dir() and not d.name.startswith((".", "_")))

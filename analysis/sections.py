@@ -1,8 +1,9 @@
 """The report's detail sections of one workload as Markdown lines: final performance, time to
-target, speedup, scaling and the appendix (the sweeps' sections are in
-:mod:`analysis.sweep_sections`, reproducibility in :mod:`analysis.reproducibility`). Every cell
-that compares configurations is formatted here, once: the summary (:mod:`analysis.summary`)
-shows the same strings for the same numbers, and tests/test_analysis.py checks it."""
+target, speedup and the appendix (scaling with env runners is in :mod:`analysis.scaling`, the
+sweeps' sections in :mod:`analysis.sweep_sections`, reproducibility in
+:mod:`analysis.reproducibility`). Every cell that compares configurations is formatted here,
+once: the summary (:mod:`analysis.summary`) shows the same strings for the same numbers, and
+tests/test_analysis.py checks it."""
 
 from __future__ import annotations
 
@@ -59,12 +60,12 @@ def ttt_cells(r: pd.Series) -> dict[str, str]:
         else NOT_REACHED,
         STEPS: fmt_bounded(r["steps_all_median"], r["steps_all_lower_bound"], fmt_int),
         STEPS_RANGE: fmt_range(r["steps_min"], r["steps_max"], fmt_int) if reached else NOT_REACHED,
-        TIME_KM: _km_cell(r["km_time_s"], r["km_time_low_s"], r["km_time_high_s"], fmt_time),
-        STEPS_KM: _km_cell(r["km_steps"], r["km_steps_low"], r["km_steps_high"], fmt_int),
+        TIME_KM: km_cell(r["km_time_s"], r["km_time_low_s"], r["km_time_high_s"], fmt_time),
+        STEPS_KM: km_cell(r["km_steps"], r["km_steps_low"], r["km_steps_high"], fmt_int),
     }
 
 
-def _km_cell(value, low, high, fmt) -> str:
+def km_cell(value, low, high, fmt) -> str:
     """The Kaplan–Meier median with its interval; where fewer than half the seeds reached the
     target there is no median, only the interval's lower end."""
     if is_missing(value):
@@ -361,62 +362,6 @@ def speedup_section(w: Workload) -> list[str]:
         ]
         lines += [f"No speedup at {w.label(target)}: {names(why)}.", ""]
     return lines
-
-
-def scaling_section(w: Workload, plot: str | None) -> list[str]:
-    lines = ["### Scaling with env runners", ""]
-    tp = w.throughput
-    if tp.empty:
-        return lines + ["No algorithm was benchmarked at two or more runner counts.", ""]
-    scaled = (
-        tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
-    ).any()
-    lines += [
-        "0 remote env runners means sampling in the learner's own process: its own row, not "
-        "one runner. "
-        + (
-            "Speedup is against the fewest remote runners n_ref of each algorithm; parallel "
-            "efficiency = speedup / (n / n_ref)."
-            if scaled
-            else "Only one remote runner count was measured: no speedup or efficiency to show."
-        ),
-        "",
-        "#### Throughput",
-        "",
-    ]
-    header = ["algorithm", "env runners", "seeds", STEPS_PER_S]
-    header += ["speedup", "efficiency"] if scaled else []
-    rows = []
-    for _, r in tp.iterrows():
-        med = (r["steps_per_s_median"], r["steps_per_s_min"], r["steps_per_s_max"])
-        row = [r["algo"], _runners(r["num_env_runners"]), str(r["seeds"]), fmt_spread(med, fmt_int)]
-        if scaled:
-            row += [fmt_ratio(r["speedup"]), fmt_pct(100.0 * r["efficiency"])]
-        rows.append(row)
-    lines += [markdown_table(header, rows), ""]
-    sc = w.scaling
-    if len(sc) and scaled:
-        header = ["algorithm", TARGET, "env runners", REACHED, TIME, SPEEDUP, "efficiency"]
-        rows = []
-        for _, r in sc.iterrows():
-            row = [r["algo"], w.label(r["target"]), _runners(r["num_env_runners"])]
-            row += [f"{r['reached']}/{r['seeds']}"]
-            row += [fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time)]
-            speedup = fmt_estimate(r["speedup"], r["speedup_low"], r["speedup_high"], fmt_ratio)
-            rows.append(row + [speedup, fmt_pct(100.0 * r["efficiency"])])
-        lines += [
-            f"#### Time to target ({SIGNALS[w.signal]})",
-            "",
-            markdown_table(header, rows),
-            "",
-        ]
-    if plot:
-        lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
-    return lines
-
-
-def _runners(n: int) -> str:
-    return "0 (in the learner)" if n == 0 else str(n)
 
 
 def appendix_section(w: Workload, plot: str | None) -> list[str]:

@@ -547,9 +547,10 @@ def scaling_throughput(selected: pd.DataFrame) -> pd.DataFrame:
 
 def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
     """Benchmark time to target against ``num_env_runners``: for n >= 1 remote runners, the
-    speedup against the fewest remote runners n_ref (:func:`exact_ratio`: only where both
-    reached the target on every seed) and efficiency = speedup / (n / n_ref); the 0-runner
-    row has its times only."""
+    speedup against the fewest remote runners n_ref (``reference_runners``; :func:`exact_ratio`:
+    only where both reached the target on every seed), the same ratio of env steps
+    (``steps_ratio``, > 1: fewer samples than at n_ref) and efficiency = speedup / (n / n_ref);
+    the 0-runner row has its times only."""
     bench = summary[summary["kind"] == "benchmark"]
     rows = []
     group = ["env", "variant", "algo", "signal", "target"]
@@ -561,12 +562,13 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
         ref = g[g["num_env_runners"] == n_ref].iloc[0] if n_ref is not None else None
         for _, r in g.iterrows():
             n = r["num_env_runners"]
-            interval = stats.Estimate(math.nan)
+            interval = steps = stats.Estimate(math.nan)
             if ref is not None and n >= 1:
-                speedup, _, why = exact_ratio(ref, r)
+                speedup, steps_ratio, why = exact_ratio(ref, r)
                 interval = ratio_interval(ref, r, "time_values")
+                steps = ratio_interval(ref, r, "steps_values")
             else:
-                speedup, why = math.nan, "0 remote runners"
+                speedup, steps_ratio, why = math.nan, math.nan, "0 remote runners"
             rows.append(
                 {
                     **dict(zip(group, keys, strict=True)),
@@ -580,6 +582,10 @@ def scaling_time_to_target(summary: pd.DataFrame) -> pd.DataFrame:
                     "speedup_low": interval.low,
                     "speedup_high": interval.high,
                     "efficiency": speedup / (n / n_ref) if n >= 1 else math.nan,
+                    "reference_runners": n_ref,
+                    "steps_ratio": steps_ratio,
+                    "steps_ratio_low": steps.low,
+                    "steps_ratio_high": steps.high,
                     "why": why,
                 }
             )

@@ -9,7 +9,7 @@ from functools import cached_property
 
 import pandas as pd
 
-from analysis import tables
+from analysis import predicted, tables
 from analysis.fmt import slug, target_label
 from sweeps.workloads import Workload as SuiteWorkload
 from sweeps.workloads import for_env
@@ -126,6 +126,13 @@ class Workload:
         """Time to target against env runners, primary signal only."""
         at = self.at(self.signal)
         return tables.scaling_time_to_target(at) if len(at) else pd.DataFrame()
+
+    @cached_property
+    def on_cores(self) -> pd.DataFrame:
+        """Time to the target predicted on a core per CPU bundle beside the measured one, per
+        benchmark configuration with CPU figures (predicted.scaling_on_cores); empty for runs
+        without them."""
+        return predicted.scaling_on_cores(self.selected, self.signal, self.target)
 
 
 def workloads(runs: pd.DataFrame) -> list[Workload]:

@@ -1,0 +1,278 @@
+"""The report's "Scaling with env runners" section of one workload as Markdown lines: throughput
+and time to target against the number of env runners, and, where the runs report their CPU time
+per process, time to target on a core per process (predicted) beside the time as run (measured).
+
+Why the prediction: on a machine with fewer cores than a trial has busy processes, the processes
+take turns and every second of training takes longer; a measured time to target then says more
+about the machine than about how the algorithm scales. The prediction (``sweeps/harness/
+cpu_time.py``, the model and where it was checked in ``docs/scaling.md``; the table in
+:mod:`analysis.predicted`) says how long the same training would have taken with a core per CPU
+bundle. Its seconds are never in a column with measured ones: every predicted figure is labelled
+"(predicted)", every time as run "(measured)". Where no run reports CPU figures (runs made before
+them) the section is as it was: throughput, and the measured time to target.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis import predicted, stats
+from analysis.fmt import (
+    SIGNALS,
+    fmt_bounded,
+    fmt_estimate,
+    fmt_int,
+    fmt_number,
+    fmt_pct,
+    fmt_ratio,
+    fmt_spread,
+    fmt_time,
+    is_missing,
+    markdown_table,
+)
+from analysis.sections import REACHED, SPEEDUP, STEPS_PER_S, TARGET, TIME, km_cell
+from analysis.workload import Workload
+
+# Column headers of the table on a core per process: which clock each time is on, always said.
+STEPS_KM = "env steps to target, KM median [95%]"
+CORES = "cores (predicted machine)"
+PREDICTED_TIME = "time to target (predicted), KM median [95%]"
+MEASURED_TIME = "time to target as run (measured), KM median [95%]"
+BUSIEST = "busiest process, its utilisation"
+SLOWDOWN = "slowdown"
+
+
+def scaling_section(w: Workload, plot: str | None) -> list[str]:
+    lines = ["### Scaling with env runners", ""]
+    tp = w.throughput
+    if tp.empty:
+        return lines + ["No algorithm was benchmarked at two or more runner counts.", ""]
+    on_cores = w.on_cores
+    lines += _lead(w, on_cores)
+    scaled = (
+        tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
+    ).any()
+    lines += [
+        "0 remote env runners means sampling in the learner's own process: its own row, not "
+        "one runner. "
+        + (
+            "Speedup is against the fewest remote runners n_ref of each algorithm; parallel "
+            "efficiency = speedup / (n / n_ref)."
+            if scaled
+            else "Only one remote runner count was measured: no speedup or efficiency to show."
+        ),
+        "",
+        "#### Throughput",
+        "",
+    ]
+    header = ["algorithm", "env runners", "seeds", STEPS_PER_S]
+    header += ["speedup", "efficiency"] if scaled else []
+    rows = []
+    for _, r in tp.iterrows():
+        med = (r["steps_per_s_median"], r["steps_per_s_min"], r["steps_per_s_max"])
+        row = [r["algo"], _runners(r["num_env_runners"]), str(r["seeds"]), fmt_spread(med, fmt_int)]
+        if scaled:
+            row += [fmt_ratio(r["speedup"]), fmt_pct(100.0 * r["efficiency"])]
+        rows.append(row)
+    lines += [markdown_table(header, rows), ""]
+    sc = w.scaling
+    if len(sc) and scaled:
+        header = ["algorithm", TARGET, "env runners", REACHED, TIME, SPEEDUP, "efficiency"]
+        rows = []
+        for _, r in sc.iterrows():
+            row = [r["algo"], w.label(r["target"]), _runners(r["num_env_runners"])]
+            row += [f"{r['reached']}/{r['seeds']}"]
+            row += [fmt_bounded(r["time_median_s"], r["time_lower_bound"], fmt_time)]
+            speedup = fmt_estimate(r["speedup"], r["speedup_low"], r["speedup_high"], fmt_ratio)
+            rows.append(row + [speedup, fmt_pct(100.0 * r["efficiency"])])
+        measured = ", measured as run" if len(on_cores) else ""
+        lines += [
+            f"#### Time to target ({SIGNALS[w.signal]}){measured}",
+            "",
+            markdown_table(header, rows),
+            "",
+        ]
+    lines += _on_cores_lines(w, on_cores)
+    if plot:
+        lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
+    return lines
+
+
+def _runners(n: int) -> str:
+    return "0 (in the learner)" if n == 0 else str(n)
+
+
+def _plural(n: float, word: str) -> str:
+    return f"{fmt_number(n)} {word}{'' if n == 1 else 's'}"
+
+
+# --- Time to target on a core per process -------------------------------------------------------
+
+
+def _lead(w: Workload, table: pd.DataFrame) -> list[str]:
+    """The section's first lines where runs report CPU figures: the largest predicted speedup
+    from more env runners, and the shortest predicted time to the target."""
+    if table.empty:
+        return []
+    return [f"{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
+
+
+def _largest_speedup(w: Workload, table: pd.DataFrame) -> str:
+    """The configuration with the largest predicted speedup over its algorithm's fewest remote
+    runners, with its interval and against the single-runner DQN; a point estimate, said as
+    one: whether the seeds tell it from no speedup is in the sentence."""
+    target = w.label(w.target)
+    more = table[
+        (table["num_env_runners"] > table["reference_runners"])
+        & table["speedup_own"].map(lambda e: not is_missing(e.value))
+    ]
+    if more.empty:
+        remote = table[table["num_env_runners"] >= 1].groupby("algo")["num_env_runners"]
+        why = (
+            f"no algorithm reached {target} on every seed at two remote runner counts"
+            if (remote.nunique() >= 2).any()
+            else "no algorithm ran at two remote runner counts with CPU figures"
+        )
+        return f"**No predicted speedup from more env runners to show**: {why}."
+    r = more.loc[more["speedup_own"].map(lambda e: e.value).idxmax()]
+    n_ref = r["reference_runners"]
+    ref = table[(table["algo"] == r["algo"]) & (table["num_env_runners"] == n_ref)].iloc[0]
+    gain = r["speedup_own"]
+    at = f"{r['algo']} at {_plural(r['num_env_runners'], 'runner')}"
+    lead = (
+        f"**Largest predicted speedup from more env runners: {at}**, "
+        if gain.value >= 1.0
+        else f"**More env runners shortened no algorithm's predicted time**; the closest, {at}, is "
+    )
+    text = (
+        f"{lead}{_estimate(gain, fmt_ratio)} as fast to {target} as at "
+        f"{_plural(n_ref, 'runner')}: {_estimate(r['predicted'], fmt_time)} on "
+        f"{_plural(r['cores'], 'core')} against {_estimate(ref['predicted'], fmt_time)} on "
+        f"{_plural(ref['cores'], 'core')} (predicted)"
+    )
+    if not stats.separated(gain):
+        text += "; its interval holds 1: the seeds can't tell it from no speedup"
+    dqn = r["speedup_dqn"]
+    if r["baseline"] not in ("", r["config"], ref["config"]) and not is_missing(dqn.value):
+        cell = f"{_estimate(dqn, fmt_ratio)} (predicted)"
+        text += (
+            f"; {cell} as fast as {r['baseline']}"
+            if stats.separated(dqn)
+            else f"; against {r['baseline']} the seeds can't tell: {cell}"
+        )
+    return text + "."
+
+
+def _shortest(w: Workload, table: pd.DataFrame) -> str:
+    """The configuration with the shortest predicted time to the target among those that
+    reached it on every seed, beside its measured time."""
+    everywhere = table[
+        (table["reached"] == table["seeds"])
+        & table["predicted"].map(lambda e: not is_missing(e.value))
+    ]
+    if everywhere.empty:
+        return ""
+    r = everywhere.loc[everywhere["predicted"].map(lambda e: e.value).idxmin()]
+    return (
+        f"Shortest predicted time to {w.label(w.target)}: {r['config']}, "
+        f"{_estimate(r['predicted'], fmt_time)} on {_plural(r['cores'], 'core')} (predicted; "
+        f"{_estimate(r['measured'], fmt_time)} measured as run)."
+    )
+
+
+def _estimate(e: stats.Estimate, fmt) -> str:
+    return fmt_estimate(e.value, e.low, e.high, fmt)
+
+
+def _km(e: stats.Estimate, fmt) -> str:
+    return km_cell(e.value, e.low, e.high, fmt)
+
+
+def _span(values: list[float], word: str) -> str:
+    """'2 cores', '1–2 cores'."""
+    if not values:
+        return f"an unrecorded number of {word}s"
+    if values[0] == values[-1]:
+        return _plural(values[0], word)
+    return f"{fmt_number(values[0])}–{fmt_number(values[-1])} {word}s"
+
+
+def _machine_note(w: Workload) -> str:
+    """Where the runs were measured, what Ray was told, and what each clock is."""
+    cores, cpus = predicted.machines(w.selected)
+    oversubscribed = bool(cores and cpus) and max(cpus) > min(cores)
+    return (
+        f"The runs were measured on {_span(cores, 'core')}, Ray declaring "
+        f"{_span(cpus, 'CPU')} to them"
+        + (
+            " (more CPUs than cores, on purpose: a trial's processes took turns on the cores)"
+            if oversubscribed
+            else ""
+        )
+        + ". *Predicted* seconds are predictions, not measurements: each trial's training time "
+        "on a machine with one core per CPU bundle the trial asked Ray for (*cores*), predicted "
+        "from the CPU time of each of its processes as the kernel counted it (`docs/scaling.md`). "
+        "*Measured* seconds are the training wall-clock as the runs ran, on that machine. KM: "
+        "the Kaplan–Meier median over seeds, a seed that missed the target censored at its last "
+        "iteration (on the same clock, for times). A speedup is the reference's median predicted "
+        "time over the configuration's, only where both reached the target on every seed (the "
+        "same seeds), with its 95% percentile bootstrap interval; the env-steps ratio is the same "
+        "for env steps (> 1: fewer samples than the reference). *Busiest*: the kind of process "
+        "that ran longest on a core over the trial (on how many seeds, where not on all) and its "
+        "CPU seconds per second of wall-clock as run (above 100%: its threads ran on more than one "
+        "core at once); *slowdown*: how much slower than on a core of its own the trial's "
+        "processes ran (1 + time waiting for a core / time on one); both median (min–max) over "
+        "seeds."
+    )
+
+
+def _on_cores_lines(w: Workload, table: pd.DataFrame) -> list[str]:
+    """The table of time to target on a core per process (predicted) beside the time as run
+    (measured), per algorithm and env-runner count; nothing where no run has CPU figures."""
+    if table.empty:
+        return []
+    refs = sorted({int(n) for n in table["reference_runners"].dropna()})
+    own = _plural(refs[0], "runner") if len(refs) == 1 else "the fewest runners"
+    baseline = next((b for b in table["baseline"] if b), "")
+    header = ["algorithm", "env runners", REACHED, STEPS_KM, CORES, PREDICTED_TIME]
+    header += [MEASURED_TIME, f"speedup vs {own} (predicted) [95%]"]
+    header += [f"env-steps ratio vs {own} [95%]"]
+    header += [f"speedup vs {baseline} (predicted) [95%]"] if baseline else []
+    header += [BUSIEST, SLOWDOWN]
+    rows = []
+    for _, r in table.iterrows():
+        row = [r["algo"], _runners(r["num_env_runners"]), f"{r['reached']}/{r['seeds']}"]
+        row += [_km(r["steps"], fmt_int), fmt_int(r["cores"]), _km(r["predicted"], fmt_time)]
+        row += [_km(r["measured"], fmt_time), _estimate(r["speedup_own"], fmt_ratio)]
+        row += [_estimate(r["steps_ratio_own"], fmt_ratio)]
+        row += [_estimate(r["speedup_dqn"], fmt_ratio)] if baseline else []
+        rows.append(row + [_busiest_cell(r), fmt_spread(r["slowdown"], fmt_ratio)])
+    lines = [
+        f"#### Time to target on a core per process, predicted ({SIGNALS[w.signal]})",
+        "",
+        f"At {w.label(w.target)}. " + _machine_note(w),
+        "",
+        markdown_table(header, rows),
+        "",
+        "A dash for a speedup: not every seed of both reached the target (no ratio rests on a "
+        "seed that missed), or the algorithm ran at one remote runner count only.",
+        "",
+    ]
+    left_out = predicted.without_figures(w.selected)
+    if left_out:
+        lines += [
+            f"{left_out} benchmark seed(s) compared here ran before runs reported their CPU time "
+            "and are left out of this table.",
+            "",
+        ]
+    return lines
+
+
+def _busiest_cell(r: pd.Series) -> str:
+    """'driver, 59% (55–62%)'; 'driver (2/3), …' where another kind was busiest on some seeds."""
+    if not r["busiest"]:
+        return "—"
+    seeds = int(r["seeds"])
+    on = "" if r["busiest_seeds"] == seeds else f" ({r['busiest_seeds']}/{seeds})"
+    utilisation = tuple(100.0 * x for x in r["utilisation"])
+    return f"{r['busiest']}{on}, {fmt_spread(utilisation, fmt_pct)}"

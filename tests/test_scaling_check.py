@@ -1,0 +1,66 @@
+"""``python -m analysis scaling-check``: one core's prediction against two cores' measurement,
+on known answers."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from analysis.scaling_check import at_steps, check_lines, seed_rows
+
+
+def _run(cores: int, seed: int, times, predicted, returns, algo="appo") -> pd.DataFrame:
+    n = len(times)
+    return pd.DataFrame(
+        {
+            "experiment": f"check-{cores}core",
+            "algo": algo,
+            "num_env_runners": 1,
+            "seed": seed,
+            "cores": cores,
+            "training_iteration": range(1, n + 1),
+            "env_steps": [1000.0 * (i + 1) for i in range(n)],
+            "train_time_s": times,
+            "predicted_train_time_s": predicted,
+            "metric_value": returns,
+            "command": f"python ... ({cores} core)",
+            "raw_env_start": 1000.0,
+            "env": "pong",
+            "targets": "[0, 10, 18]",
+        }
+    )
+
+
+def test_one_cores_prediction_is_checked_against_two_cores_measurement():
+    # One core: 2 s an iteration, predicted 1-1.5 s; two cores: 1.25 s an iteration, measured.
+    one = _run(1, 0, [2.0, 4.0, 6.0, 8.0], [1.5, 3.0, 4.0, 5.0], [0, 5, 18, 19])
+    two = _run(2, 0, [1.25, 2.5, 3.75], [1.2, 2.4, 3.6], [0, 18, 19])
+    rows = seed_rows(pd.concat([one, two]), target=18)
+    (row,) = rows.to_dict("records")
+    assert row["steps_one"] == 3000 and row["steps_two"] == 2000  # env steps to 18
+    assert row["predicted"] == 4.0 and row["measured_two"] == 2.5
+    assert row["time_error"] == pytest.approx(4.0 / 2.5 - 1)  # +60%: outside the goal
+    # The same env steps (3,000, what the two-core run sampled): 4 s predicted, 3.75 s measured.
+    assert row["common_steps"] == 3000
+    assert row["steps_error"] == pytest.approx(4.0 / 3.75 - 1)
+    text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
+    assert "## pong: to a judged return of 18" in text
+    assert "predicted from 1 core" in text and "+60%" in text and "+7%" in text
+    assert "time to target median error +60%, 0/1 seeds within ±25%" in text
+    assert "same env steps median error +7%, 1/1 seeds within ±25%" in text
+
+
+def test_a_seed_that_misses_the_target_is_still_checked_on_its_env_steps():
+    one = _run(1, 1, [2.0, 4.0], [1.0, 2.0], [0, 1])
+    two = _run(2, 1, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0, 1, 2])
+    (row,) = seed_rows(pd.concat([one, two]), target=18).to_dict("records")
+    assert math.isnan(row["time_error"]) and row["common_steps"] == 2000
+    assert row["steps_error"] == pytest.approx(0.0)
+
+
+def test_runs_without_a_partner_are_left_out():
+    only_one = _run(1, 0, [1.0], [0.5], [0])
+    assert seed_rows(only_one, target=18).empty
+    assert at_steps(_run(2, 0, [1.0, 3.0], [1.0, 3.0], [0, 0]), "train_time_s", 1500) == 2.0
