@@ -64,7 +64,7 @@ ID_COLUMNS = [
 # The trial's CPU time per process (result suite/cpu, sweeps/harness/cpu_time.py), lifetime sums
 # at each iteration; NaN in results written before it, or without /proc to read.
 CPU_COLUMNS = [
-    # train_time_s on a machine with a core per CPU bundle of the trial: a prediction
+    # train_time_s on a machine with a core per process of the trial: a prediction
     "predicted_train_time_s",
     "cpu_wall_s",  # the wall-clock the figures span (evaluation included)
     "cpu_trial_s",  # CPU seconds of all the trial's processes
@@ -72,7 +72,8 @@ CPU_COLUMNS = [
     "cpu_slowdown",  # 1 + waited / ran: how much slower than on a core each
     "cpu_predicted_factor",  # predicted / measured wall-clock
     "cpu_busiest_utilisation",  # the busiest process's CPU seconds / cpu_wall_s
-    "cpu_trial_cpus",  # the trial's CPU bundles: the cores of the predicted machine
+    "cpu_trial_cpus",  # the trial's CPU bundles
+    "cpu_cores_predicted",  # the cores of the predicted machine: a core per process
     # CPU seconds per kind of process; NaN where the trial has none of that kind
     "cpu_driver_s",  # the trial's own process (the learner too with num_learners 0)
     "cpu_env_runners_s",  # summed over the env runners

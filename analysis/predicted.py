@@ -4,7 +4,7 @@ Why: the benchmark's machines have few cores, and a trial of N env runners and a
 busy processes taking turns on them: everything runs in slow motion, and a measured time to
 target says more about the machine than about the algorithm's scaling. Each result carries the
 trial's CPU time per process and what it predicts (``sweeps/harness/cpu_time.py``, the model in
-``docs/scaling.md``): its training time on a machine with a core per CPU bundle of the trial,
+``docs/scaling.md``): its training time on a machine with a core per process of the trial,
 ``predicted_train_time_s``. Here that prediction goes through the same time-to-target tables as
 the measured clock (:mod:`analysis.tables`: Kaplan–Meier medians over censored seeds, speedups
 only where every seed of both reached the target), each clock on its own, never mixed.
@@ -52,7 +52,7 @@ def trial_figures(rows: pd.DataFrame) -> pd.DataFrame:
     return ordered.groupby(TRIAL_KEY, sort=False).agg(
         config=("config", "first"),
         busiest=("cpu_busiest", "first"),
-        trial_cpus=("cpu_trial_cpus", "last"),  # last non-NaN
+        trial_cpus=("cpu_cores_predicted", "last"),  # last non-NaN
         utilisation=("cpu_busiest_utilisation", "last"),
         slowdown=("cpu_slowdown", "last"),
     )
@@ -159,3 +159,40 @@ def without_figures(selected: pd.DataFrame) -> int:
     bench = selected[selected["kind"] == "benchmark"]
     total = bench.drop_duplicates(TRIAL_KEY)
     return len(total) - len(with_cpu_figures(selected).drop_duplicates(TRIAL_KEY))
+
+
+def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
+    """Per benchmark configuration with CPU figures (algorithm, env runners): env steps per
+    second of training as run (measured) and on a core per process (predicted), at each trial's
+    last iteration, median (min-max) over seeds, with the predicted machine's cores, the busiest
+    kind of process (and on how many seeds), its utilisation as run and the slowdown."""
+    rows = with_cpu_figures(selected)
+    if rows.empty:
+        return pd.DataFrame()
+    ordered = rows.sort_values([*TRIAL_KEY, "training_iteration"], kind="stable")
+    last = ordered.groupby(TRIAL_KEY, sort=False).last()
+    last = last.assign(
+        measured=last["env_steps"] / last[MEASURED],
+        predicted=last["env_steps"] / last[PREDICTED],
+        config=ordered.groupby(TRIAL_KEY, sort=False)["config"].first(),
+        busiest=ordered.groupby(TRIAL_KEY, sort=False)["cpu_busiest"].first(),
+    )
+    out = []
+    for (algo, runners), g in last.groupby(["algo", "num_env_runners"], sort=True):
+        kinds = g["busiest"].value_counts()
+        out.append(
+            {
+                "algo": algo,
+                "config": g["config"].iloc[0],
+                "num_env_runners": int(runners),
+                "seeds": len(g),
+                "measured": spread(g["measured"]),
+                "predicted": spread(g["predicted"]),
+                "cores": spread(g["cpu_cores_predicted"])[0],
+                "busiest": kinds.index[0] if len(kinds) else "",
+                "busiest_seeds": int(kinds.iloc[0]) if len(kinds) else 0,
+                "utilisation": spread(g["cpu_busiest_utilisation"]),
+                "slowdown": spread(g["cpu_slowdown"]),
+            }
+        )
+    return pd.DataFrame(out)

@@ -46,7 +46,8 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
     lines = ["### Scaling with env runners", ""]
     tp = w.throughput
     if tp.empty:
-        return lines + ["No algorithm was benchmarked at two or more runner counts.", ""]
+        lines += ["No algorithm was benchmarked at two or more runner counts.", ""]
+        return lines + _throughput_on_cores_lines(w)
     on_cores = w.on_cores
     lines += _lead(w, on_cores)
     scaled = (
@@ -92,6 +93,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
             markdown_table(header, rows),
             "",
         ]
+    lines += _throughput_on_cores_lines(w)
     lines += _on_cores_lines(w, on_cores)
     if plot:
         lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
@@ -104,6 +106,51 @@ def _runners(n: int) -> str:
 
 def _plural(n: float, word: str) -> str:
     return f"{fmt_number(n)} {word}{'' if n == 1 else 's'}"
+
+
+# --- Throughput on a core per process ----------------------------------------------------------
+
+
+def _throughput_on_cores_lines(w: Workload) -> list[str]:
+    """Env steps/s as run and on a core per process (predicted), and what bounds it: shown for
+    every benchmark configuration with CPU figures, one runner count or several."""
+    table = predicted.throughput_on_cores(w.selected)
+    if table.empty:
+        return []
+    header = [
+        "algorithm", "env runners", "seeds", "env steps/s as run (measured)",
+        "env steps/s on a core per process (predicted)", CORES, BUSIEST, SLOWDOWN,
+    ]  # fmt: skip
+    rows = []
+    for _, r in table.iterrows():
+        busiest = str(r["busiest"]) + (
+            f" ({r['busiest_seeds']}/{r['seeds']})" if r["busiest_seeds"] < r["seeds"] else ""
+        )
+        util = fmt_spread(tuple(100.0 * v for v in r["utilisation"]), fmt_pct)
+        rows.append(
+            [
+                r["algo"],
+                _runners(r["num_env_runners"]),
+                str(r["seeds"]),
+                fmt_spread(r["measured"], fmt_int),
+                fmt_spread(r["predicted"], fmt_int),
+                fmt_number(r["cores"]),
+                f"{busiest}, {util}",
+                fmt_spread(r["slowdown"], fmt_ratio),
+            ]
+        )
+    return [
+        "#### Throughput on a core per process (predicted)",
+        "",
+        "Env steps per second of training at each trial's end, median (min–max) over seeds: as "
+        "the runs ran on this machine (measured), and on a machine with a core per process of "
+        "the trial (predicted from each process's CPU time, `docs/scaling.md`). The busiest "
+        "process bounds the prediction where its utilisation as run times the slowdown reaches "
+        "100%: more runners cannot go faster than it.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
 
 
 # --- Time to target on a core per process -------------------------------------------------------
@@ -210,8 +257,9 @@ def _machine_note(w: Workload) -> str:
             else ""
         )
         + ". *Predicted* seconds are predictions, not measurements: each trial's training time "
-        "on a machine with one core per CPU bundle the trial asked Ray for (*cores*), predicted "
-        "from the CPU time of each of its processes as the kernel counted it (`docs/scaling.md`). "
+        "on a machine with one core per process of the trial (*cores*; at least one per CPU "
+        "bundle it asked Ray for), predicted from the CPU time of each of its processes as the "
+        "kernel counted it (`docs/scaling.md`). "
         "*Measured* seconds are the training wall-clock as the runs ran, on that machine. KM: "
         "the Kaplan–Meier median over seeds, a seed that missed the target censored at its last "
         "iteration (on the same clock, for times). A speedup is the reference's median predicted "

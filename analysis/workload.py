@@ -129,7 +129,7 @@ class Workload:
 
     @cached_property
     def on_cores(self) -> pd.DataFrame:
-        """Time to the target predicted on a core per CPU bundle beside the measured one, per
+        """Time to the target predicted on a core per process beside the measured one, per
         benchmark configuration with CPU figures (predicted.scaling_on_cores); empty for runs
         without them."""
         return predicted.scaling_on_cores(self.selected, self.signal, self.target)

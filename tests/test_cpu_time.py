@@ -87,18 +87,20 @@ def test_slow_motion_predicts_wall_divided_by_the_slowdown():
     assert s.busiest in ("driver", "env_runner_1")
 
 
-def test_prediction_never_beats_the_busiest_process_nor_the_trials_cpus():
+def test_prediction_never_beats_the_busiest_process_on_a_core_per_process():
     # No waiting at all: no faster than the busiest process's own running time.
     s = _summary(10.0, {"driver": 9.0, "env_runner_1": 2.0}, {"driver": 0.0, "env_runner_1": 0.0})
     assert s.predicted_wall_s == pytest.approx(10.0)  # wall / 1
     s = _summary(10.0, {"driver": 9.0, "env_runner_1": 1.0}, {"driver": 9.0, "env_runner_1": 9.0})
     assert s.slowdown == pytest.approx(2.8)
     assert s.predicted_wall_s == pytest.approx(9.0)  # the busiest bound, not 10 / 2.8
-    # Ten processes' work on two CPU bundles: at least their sum over 2 cores.
-    ran = {f"env_runner_{i}": 1.0 for i in range(10)}
-    s = _summary(10.0, ran, {k: 9.0 for k in ran}, trial_cpus=2.0)
-    assert s.predicted_wall_s == pytest.approx(5.0)
-    assert s.figures()["busiest_utilisation"] == pytest.approx(0.1)
+    # The predicted machine has a core per process, and at least one per CPU bundle: Ape-X's
+    # replay shard is a process without a bundle.
+    ran = {"driver": 3.0, "env_runner_1": 2.0, "replay_shard_1": 1.0}
+    s = _summary(10.0, ran, {k: 0.0 for k in ran}, trial_cpus=2.0)
+    assert s.cores_predicted == 3.0 and s.figures()["cores_predicted"] == 3.0
+    assert _summary(10.0, {"driver": 1.0}, {}, trial_cpus=5.0).cores_predicted == 5.0
+    assert s.figures()["busiest_utilisation"] == pytest.approx(0.3)
 
 
 def test_the_run_record_sums_each_kind_of_process_over_trials():

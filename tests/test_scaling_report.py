@@ -64,7 +64,9 @@ def add_cpu_figures(
                 "processes": len(ran_s),
                 "unmeasured": 0,
                 "busiest": busiest,
-                "busiest_s": ran_s[busiest],
+                # below the prediction's bound, so that the model gives ``factor``
+                # (cpu_time.predicted_factor: max(1 / slowdown, busiest / wall))
+                "busiest_s": 0.5 * factor * 1.5 * train_s,
                 "busiest_utilisation": factor,
                 "slowdown": 1.0 / factor,
                 "predicted_factor": factor,
@@ -223,7 +225,8 @@ def test_runs_without_cpu_figures_keep_the_section_as_it_was(tmp_path):
     assert old.lstrip().startswith("0 remote env runners means")
     without_new = new.replace(", measured as run", "")
     without_new = without_new[without_new.index("0 remote env runners") :]
-    start = without_new.index(ON_CORES)
+    start = without_new.index("#### Throughput on a core per process (predicted)")
+    assert start < without_new.index(ON_CORES)  # the new tables, one block
     end = without_new.index("![Throughput against env runners")
     assert old.lstrip() == without_new[:start] + without_new[end:]
 
@@ -238,3 +241,23 @@ def test_the_lead_says_so_where_more_runners_shortened_nothing(tmp_path):
         "runners, is 0.74× ["
     )
     assert "Largest predicted speedup" not in lead
+
+
+def test_throughput_on_a_core_per_process_shows_even_one_runner_count(tmp_path):
+    """A run at one runner count (the 13-runner Pong probe's case) still gets its predicted
+    throughput and its bottleneck; each configuration's figures from its trials' last rows."""
+    runs = collect.collect([write_scaling(tmp_path, cpu=True)]).runs
+    table = predicted.throughput_on_cores(tables.select_configurations(runs))
+    four = table[table["num_env_runners"] == 4].iloc[0]
+    assert four["seeds"] == 3 and four["cores"] == 5.0
+    assert four["busiest"] == "env_runner" and four["busiest_seeds"] == 3
+    # predicted env steps/s = measured / factor (a quarter of the time: 4x the rate)
+    assert four["predicted"][0] == pytest.approx(4.0 * four["measured"][0])
+    one_count = runs[runs["num_env_runners"] == 4]
+    from analysis.workload import workloads
+
+    (w,) = workloads(one_count)
+    section = "\n".join(scaling.scaling_section(w, None))
+    assert "No algorithm was benchmarked at two or more runner counts." in section
+    assert "#### Throughput on a core per process (predicted)" in section
+    assert "| dqn | 4 | 3 |" in section and "env_runner, " in section

@@ -12,9 +12,9 @@ times longer too), a process that ran ``r`` seconds waited ``(s - 1) r`` for a c
 
     s = 1 + waited / ran   (summed over the trial's processes),   predicted wall = wall / s.
 
-The prediction is never below what the busiest process alone needs (its running time) nor below
-the trial's running time spread over its CPUs (``trial_cpus``, a core per CPU bundle):
-``predicted_wall = max(wall / s, busiest, ran / trial_cpus)``. ``docs/scaling.md`` writes the
+The prediction is for a machine with a core per process of the trial (and at least one per CPU
+bundle it asks Ray for: ``cores_predicted``), and never below what the busiest process alone
+needs, its running time: ``predicted_wall = max(wall / s, busiest)``. ``docs/scaling.md`` writes the
 model down, where it fails (synchronous DQN, memory bandwidth, a network between nodes, a GPU
 learner) and how it was checked (one core against two).
 
@@ -219,17 +219,20 @@ class Summary:
         return 1.0 + sum(self.waited_s.values()) / ran if ran > 0 else 1.0
 
     @property
+    def cores_predicted(self) -> float:
+        """The cores of the predicted machine: one per process of the trial, and at least one
+        per CPU bundle (Ape-X's replay shards are processes without a bundle of their own)."""
+        return max(self.trial_cpus, float(len(self.ran_s)))
+
+    @property
     def predicted_wall_s(self) -> float:
-        """The span's wall-clock on a machine with a core per CPU bundle (module docstring)."""
-        if self.wall_s <= 0:
-            return 0.0
-        busiest = self.ran_s.get(self.busiest, 0.0)
-        return max(self.wall_s / self.slowdown, busiest, self.trial_s / self.trial_cpus)
+        """The span's wall-clock on a machine with a core per process (module docstring)."""
+        return self.predicted_factor * self.wall_s
 
     @property
     def predicted_factor(self) -> float:
         """predicted wall / measured wall: what a measured time becomes on a core each."""
-        return self.predicted_wall_s / self.wall_s if self.wall_s > 0 else 1.0
+        return predicted_factor(self.wall_s, self.slowdown, self.ran_s.get(self.busiest, 0.0))
 
     def figures(self) -> dict[str, Any]:
         """What a result carries under ``suite/cpu`` (seconds; per slot under ``ran_s``)."""
@@ -242,6 +245,7 @@ class Summary:
             "steal_s": self.steal_s,
             "cores": self.cores,
             "trial_cpus": self.trial_cpus,
+            "cores_predicted": self.cores_predicted,
             "processes": len(self.ran_s),
             "unmeasured": self.unmeasured,
             "busiest": busiest,
@@ -254,6 +258,15 @@ class Summary:
             "ran_s": dict(sorted(self.ran_s.items())),
             "waited_by_s": dict(sorted(self.waited_s.items())),
         }
+
+
+def predicted_factor(wall_s: float, slowdown: float, busiest_s: float) -> float:
+    """The model (module docstring), as the ratio of the predicted wall-clock to the measured
+    one: ``max(wall / s, busiest) / wall``. Analysis derives every predicted time from a result's
+    figures with it, so runs recorded before a change of the model are read by the model now."""
+    if not wall_s > 0 or not slowdown > 0:
+        return 1.0
+    return max(1.0 / slowdown, busiest_s / wall_s)
 
 
 class Accounting:

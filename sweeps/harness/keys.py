@@ -63,7 +63,7 @@ LEARNER_STEPS_PER_S: Key = (SUITE, "learner_env_steps_per_s")  # env steps train
 LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
 # CPU time per process of the trial, and what it predicts (sweeps/harness/cpu_time.py): the
 # figures of cpu_time.Summary.figures() under CPU; PREDICTED_TRAIN_TIME_S is TRAIN_TIME_S on a
-# machine with a core per CPU bundle of the trial (a prediction, never a measurement).
+# machine with a core per process of the trial (a prediction, never a measurement).
 CPU: Key = (SUITE, "cpu")
 PREDICTED_TRAIN_TIME_S: Key = (SUITE, "predicted_train_time_s")
 # RETURN_MEAN is rewritten by SuiteCallbacks as the mean of each env runner's last
