@@ -82,6 +82,15 @@ CPU_COLUMNS = [
     "cpu_aggregators_s",  # IMPALA's and APPO's aggregator actors
     "cpu_replay_shards_s",  # Ape-X's replay shards
 ]
+# The confirmed target's checks (sweeps/harness/confirm.py): each check's figures on the row of
+# the iteration it followed, NaN on the others (and in runs that stopped at the first crossing).
+CONFIRM_COLUMNS = [
+    "confirm_return",  # the seeded episodes' mean return, the judged policy's (harness/confirm)
+    "confirm_ci95",  # half-width of its 95% interval
+    "confirm_greedy_return",  # the greedy policy on the same episodes
+    "confirm_sampled_return",  # the sampled policy on them (NaN for a Q-learner)
+    "confirm_checks",  # checks so far, lifetime
+]
 ITERATION_COLUMNS = [
     "training_iteration",
     "env_steps",  # env steps sampled, lifetime
@@ -96,10 +105,11 @@ ITERATION_COLUMNS = [
     "env_steps_per_s",  # env steps / train_time_s, lifetime
     "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
     "entropy",  # the policy's entropy (nats), policy-gradient learners; NaN for Q-learners
+    *CONFIRM_COLUMNS,
     *CPU_COLUMNS,
 ]
 # Iteration columns that tables written before them lack (read as NaN there).
-OPTIONAL_COLUMNS = ["entropy", *CPU_COLUMNS]
+OPTIONAL_COLUMNS = ["entropy", *CONFIRM_COLUMNS, *CPU_COLUMNS]
 TRIAL_COLUMNS = [
     "trial_status",
     # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)
@@ -136,6 +146,10 @@ EXPERIMENT_COLUMNS = [
     "random_return",
     "random_episodes",
     "targets",  # run.json "targets" as a JSON list
+    # The target a trial's checks confirmed (its stop on suite/confirm_return) and the seeded
+    # episodes of each check; NaN where the first crossing stopped the run
+    "confirm_target",
+    "confirm_episodes",
     "command",
     "git_commit",
     "git_dirty",  # "true" when run from a modified working tree, "" when unknown
@@ -171,6 +185,8 @@ INT_COLUMNS = [
 ]
 FLOAT_COLUMNS = ITERATION_COLUMNS + [
     "max_t",
+    "confirm_target",
+    "confirm_episodes",
     "raw_env_start",
     "raw_env_end",
     "optimum",

@@ -145,7 +145,7 @@ class _Plots:
         if w.best.empty:
             return None
         ttt = w.ttt[(w.ttt["signal"] == w.signal) & (w.ttt["target"] == w.target)]
-        title = f"{w.title}: time to {w.label(w.target)} ({tables.SIGNALS[w.signal]})"
+        title = f"{w.title}: time to {w.label(w.target)} ({tables.SIGNAL_NAMES[w.signal]})"
         path = self.out_dir / f"{prefix}_{w.slug}.png"
         return self._keep(plot(ttt, list(w.best["config"]), path, title, self.colours))
 
@@ -291,9 +291,10 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
             f"left out of the comparisons: {', '.join(unscored)}.",
             "",
         ]
-    signal = tables.SIGNALS[w.signal]
-    lines += sections.ttt_section(w, w.signal, f"### Time to target: {signal}")
-    curves = draw.curves(w, w.signal)
+    signal = tables.SIGNALS[w.crossing]  # the first crossing of each target
+    lines += sections.ttt_section(w, w.crossing, f"### Time to target: {signal}")
+    lines += sections.confirmed_section(w)
+    curves = draw.curves(w, w.crossing)
     if curves:
         lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
     lines += stability.stability_section(w)

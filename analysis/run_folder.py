@@ -218,6 +218,19 @@ class _Experiment:
         source = (self.info.args or {}).get("configs_from")
         return Path(str(source)).name if source else ""
 
+    def confirm_target(self) -> float:
+        """The target the run's trials confirmed (its stop on the confirmation's return); NaN
+        for a run that stopped at the first crossing."""
+        from sweeps.harness import keys
+
+        return number(self.stop.get(keys.flat(keys.CONFIRM_RETURN)))
+
+    def confirm_episodes(self) -> float:
+        """The seeded episodes each check played (NaN without checks)."""
+        if math.isnan(self.confirm_target()):
+            return math.nan
+        return number((self.info.args or {}).get("confirm_episodes"))
+
     def reached_budget(self, last: Mapping[str, Any]) -> bool:
         """Whether a trial's last result met a stop criterion (Tune stops on any) or max_t."""
         from sweeps.harness import keys
@@ -258,6 +271,8 @@ class _Experiment:
             "random_return": number(random.get("mean")),
             "random_episodes": number(random.get("episodes")),
             "targets": json.dumps([number(t) for t in info.targets]),
+            "confirm_target": self.confirm_target(),
+            "confirm_episodes": self.confirm_episodes(),
             "command": command or "",
             "git_commit": info.git_commit or "",
             "git_dirty": {True: "true", False: "false"}.get(info.git_dirty, ""),
@@ -384,6 +399,12 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "env_steps_per_s": steps_per_s,
         "metric_value": number(keys.get(result, _split(metric))) if metric else math.nan,
         "entropy": number(keys.get(result, keys.ENTROPY)),
+        # the confirmed target's check after this iteration, if one ran (NaN otherwise)
+        "confirm_return": number(keys.get(result, keys.CONFIRM_RETURN)),
+        "confirm_ci95": number(keys.get(result, keys.CONFIRM_CI95)),
+        "confirm_greedy_return": number(keys.get(result, keys.CONFIRM_GREEDY_RETURN)),
+        "confirm_sampled_return": number(keys.get(result, keys.CONFIRM_SAMPLED_RETURN)),
+        "confirm_checks": number(keys.get(result, keys.CONFIRM_CHECKS)),
         **_cpu_columns(result),
     }
 

@@ -18,7 +18,6 @@ import pandas as pd
 
 from analysis import predicted, stats
 from analysis.fmt import (
-    SIGNALS,
     fmt_bounded,
     fmt_estimate,
     fmt_int,
@@ -31,6 +30,7 @@ from analysis.fmt import (
     markdown_table,
 )
 from analysis.sections import REACHED, SPEEDUP, STEPS_PER_S, TARGET, TIME, km_cell
+from analysis.tables import SIGNAL_NAMES
 from analysis.workload import Workload
 
 # Column headers of the table on a core per process: which clock each time is on, always said.
@@ -88,7 +88,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
             rows.append(row + [speedup, fmt_pct(100.0 * r["efficiency"])])
         measured = ", measured as run" if len(on_cores) else ""
         lines += [
-            f"#### Time to target ({SIGNALS[w.signal]}){measured}",
+            f"#### Time to target ({SIGNAL_NAMES[w.signal]}){measured}",
             "",
             markdown_table(header, rows),
             "",
@@ -296,7 +296,7 @@ def _on_cores_lines(w: Workload, table: pd.DataFrame) -> list[str]:
         row += [_estimate(r["speedup_dqn"], fmt_ratio)] if baseline else []
         rows.append(row + [_busiest_cell(r), fmt_spread(r["slowdown"], fmt_ratio)])
     lines = [
-        f"#### Time to target on a core per process, predicted ({SIGNALS[w.signal]})",
+        f"#### Time to target on a core per process, predicted ({SIGNAL_NAMES[w.signal]})",
         "",
         f"At {w.label(w.target)}. " + _machine_note(w),
         "",

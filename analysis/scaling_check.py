@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.collect import add_inputs, gather, is_table, write_runs_csv
+from analysis.collect import add_inputs, gather, write_runs_csv
 from analysis.fmt import fmt_int, fmt_time, markdown_table
 from sweeps.harness.errors import UsageError
 
@@ -58,11 +58,19 @@ def at_steps(trial: pd.DataFrame, column: str, steps: float) -> float:
     return float(np.interp(steps, ordered["env_steps"], ordered[column]))
 
 
+def _longest(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of one seed's run on one number of cores, in order: where it ran more than once
+    (a short probe, then a run to the target), the run that sampled the most env steps."""
+    steps = runs.groupby("experiment")["env_steps"].max()
+    chosen = runs[runs["experiment"] == steps.idxmax()]
+    return chosen.sort_values("training_iteration")
+
+
 def seed_rows(runs: pd.DataFrame, target: float) -> pd.DataFrame:
-    """One row per (algorithm, runners, seed) run on both one core and two."""
+    """One row per (algorithm, runners, seed) run on both one core and two (``_longest``)."""
     rows = []
     for key, group in runs.groupby(PAIR, sort=True):
-        by_cores = {int(c): g.sort_values("training_iteration") for c, g in group.groupby("cores")}
+        by_cores = {int(c): _longest(g) for c, g in group.groupby("cores")}
         if 1 not in by_cores or 2 not in by_cores:
             continue
         one, two = by_cores[1], by_cores[2]
@@ -112,12 +120,14 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "listed below. The model and how to read this: `docs/scaling.md`.",
         "",
         "Each recipe ran on the same seeds squeezed onto one core (`taskset -c 0`) and on two. "
-        "From its processes' CPU time the one-core run predicts its time on a core per CPU "
-        "bundle: the two-core run, measured. Target: the env's highest (the first iteration "
-        f"whose judged return reached it). Error = predicted / measured − 1 (goal: within "
-        f"±{GOAL:.0%}). Env steps to the target should agree (the ratio one core / two cores). "
-        "Time to the same env steps (the fewer the two runs sampled), predicted from one core "
-        "against measured on two: the same check on every seed, target or not.",
+        "From its processes' CPU time the one-core run predicts its time on a core per "
+        "process: the two-core run, measured. Where a seed ran more than once on the same "
+        "cores, its run with the most env steps counts (a short probe gives way to a run to the "
+        "target). Target: the env's highest (the first iteration whose judged return reached "
+        "it: the first crossing, confirmed or not). Error = predicted / measured − 1 (goal: "
+        f"within ±{GOAL:.0%}). Env steps to the target should agree (the ratio one core / two "
+        "cores). Time to the same env steps (the fewer the two runs sampled), predicted from one "
+        "core against measured on two: the same check on every seed, target or not.",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -201,7 +211,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the runs hold no CPU accounting (run before per-process CPU time)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    if not all(is_table(p) for p in args.inputs):
+    # The runs it read, beside it (the command below regenerates from them), unless they are
+    # that very table
+    sole = [Path(p).resolve() for p in args.inputs] == [(out / CHECK_RUNS).resolve()]
+    if not sole:
         write_runs_csv(runs, out / CHECK_RUNS)
     command = shlex.join(["python", "-m", "analysis", "scaling-check", str(out / CHECK_RUNS)])
     command += f" --out {shlex.quote(str(out))}"

@@ -27,6 +27,8 @@ from analysis.fmt import (
     is_missing,
     markdown_table,
 )
+from analysis.tables import CONFIRMED, SIGNAL_NAMES
+from analysis.tables import spread as spread_of
 from analysis.workload import Workload
 from sweeps.harness.files import HELD_OUT_SEED
 
@@ -44,6 +46,16 @@ PCT = "% of optimum"
 STEPS_PER_S = "env steps/s"
 SPEEDUP = "speedup [95% interval]"
 NOT_REACHED = "not reached"
+# The confirmed target (sweeps/harness/confirm.py) beside the first crossing
+CROSSING_KM = "first crossing: time, Kaplan–Meier median [95% interval]"
+CROSSING_STEPS_KM = "first crossing: env steps, Kaplan–Meier median [95% interval]"
+CHECK = "confirming evaluation, median of seeds (min–max) ± 95% half-width"
+CHECKS = "checks run, median of seeds (min–max)"
+POLICY_NOTE = (
+    "the policy whose figure judged the crossing: DQN's and Ape-X's greedy one; IMPALA's and "
+    "APPO's sampled as they act in training where the training return judges, greedy where the "
+    "greedy evaluation does, the other figure beside"
+)
 
 
 # --- Cells ------------------------------------------------------------------------------------
@@ -287,6 +299,70 @@ def _references_note(references: pd.DataFrame | None) -> list[str]:
     ]
 
 
+def crossing_cells(w: Workload, r: pd.Series) -> dict[str, str]:
+    """The first crossing's cells of the configuration of the confirmed-signal row ``r`` (its
+    Kaplan–Meier medians of time and env steps), and its confirming checks' figures."""
+    first = w.at(w.crossing, r["target"])
+    first = first[first["config"] == r["config"]]
+    cells = {CROSSING_KM: NOT_REACHED, CROSSING_STEPS_KM: NOT_REACHED}
+    if len(first):
+        f = ttt_cells(first.iloc[0])
+        cells = {CROSSING_KM: f[TIME_KM], CROSSING_STEPS_KM: f[STEPS_KM]}
+    return {**cells, **check_cells(r)}
+
+
+def check_cells(r: pd.Series) -> dict[str, str]:
+    """A confirmed-signal row's checks: the confirming check's mean over the seeds that
+    confirmed (median, min–max, the widest 95% half-width), its greedy figure where the policy
+    played sampled, and how many checks ran."""
+    values = r.get("check_returns")
+    if not isinstance(values, tuple):
+        return {CHECK: DASH, CHECKS: DASH}
+    reached = [bool(x) for x in r["reached_flags"]]
+    picked = [v for v, hit in zip(values, reached, strict=True) if hit]
+    halves = [h for h, hit in zip(r["check_ci95s"], reached, strict=True) if hit]
+    greedy = [g for g, hit in zip(r["check_greedys"], reached, strict=True) if hit]
+    sampled = [g for g, hit in zip(r["check_sampleds"], reached, strict=True) if hit]
+    check = DASH
+    if picked:
+        widest = max((h for h in halves if not is_missing(h)), default=float("nan"))
+        check = fmt_spread(spread_of(pd.Series(picked)), fmt_float) + f" ± {fmt_float(widest)}"
+        # the other policy beside: greedy where the sampled one judged, else sampled
+        on_greedy = all(g == v for g, v in zip(greedy, picked, strict=True))
+        other, name = (sampled, "sampled") if on_greedy else (greedy, "greedy")
+        if any(not is_missing(x) for x in other):
+            check += f"; {name} {fmt_spread(spread_of(pd.Series(other)), fmt_float)}"
+    checks = fmt_spread(spread_of(pd.Series(r["checks_values"])), fmt_int)
+    return {CHECK: check, CHECKS: checks}
+
+
+def confirmed_section(w: Workload) -> list[str]:
+    """Per configuration that confirmed its target: the first crossing and the confirmed
+    target side by side (Kaplan–Meier medians of time and env steps), the confirming checks'
+    figures and how many checks ran; '' for runs that stopped at the first crossing."""
+    part = w.at(CONFIRMED)
+    if part.empty:
+        return []
+    lines = [
+        "### Confirmed target against the first crossing",
+        "",
+        "Per configuration: the first training wall-clock and env-step count at which the "
+        f"{SIGNALS[w.crossing]} crossed the target (*first crossing*), and at which a check "
+        "confirmed it (the policy's mean over the seeded episodes of a check reached the "
+        "target; the check ran after that iteration, off the training clock). The confirming "
+        "evaluation is each confirmed seed's check, played by " + POLICY_NOTE + ". A seed whose "
+        "checks all fell short is counted as not reached at its budget. " + INTERVALS_NOTE,
+        "",
+    ]
+    header = [CONFIG, TARGET, REACHED, TIME_KM, STEPS_KM, CROSSING_KM, CROSSING_STEPS_KM]
+    header += [CHECK, CHECKS]
+    rows = []
+    for _, r in part.iterrows():
+        cells = {**ttt_cells(r), **crossing_cells(w, r)}
+        rows.append([r["config"], w.label(r["target"]), *(cells[h] for h in header[2:])])
+    return lines + [markdown_table(header, rows), ""]
+
+
 def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
     """Time to every target on one signal; configurations that reached none fold into a line."""
     part = w.at(signal)
@@ -318,7 +394,7 @@ def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
 
 
 def speedup_section(w: Workload) -> list[str]:
-    title = f"### Speedup against single-runner DQN ({SIGNALS[w.signal]})"
+    title = f"### Speedup against single-runner DQN ({SIGNAL_NAMES[w.signal]})"
     s = w.speedup
     if w.baseline is None or s.empty:
         return [title, "", "No single-runner DQN configuration (1 env runner) in the runs.", ""]

@@ -20,9 +20,13 @@ from analysis.fmt import (
     markdown_table,
 )
 from analysis.sections import (
+    CHECK,
     CONFIG,
+    CROSSING_KM,
+    CROSSING_STEPS_KM,
     INTERVALS_NOTE,
     PCT,
+    POLICY_NOTE,
     REACHED,
     SPEEDUP,
     STEPS,
@@ -30,6 +34,7 @@ from analysis.sections import (
     TIME,
     TIME_KM,
     TIME_RANGE,
+    crossing_cells,
     final_cells,
     held_out_note,
     names,
@@ -79,12 +84,17 @@ def summary_section(
 
 def _how_judged(w: Workload) -> str:
     """What the table judges by, its target, how a row is chosen and what its cells mean."""
-    fallback = w.signal == "return_mean" and w.selected["greedy_return"].notna().any()
+    fallback = w.crossing == "return_mean" and w.selected["greedy_return"].notna().any()
     baseline = w.baseline
-    return (
-        f"Judged by the **{SIGNALS[w.signal]}** ({SIGNAL_NOTES[w.signal]}"
+    judged = (
+        f"Judged by the **{SIGNALS[w.crossing]}** ({SIGNAL_NOTES[w.crossing]}"
         + ("; greedy evaluation did not run for every configuration" if fallback else "")
-        + "); target "
+        + ")"
+    )
+    if w.confirmed:
+        judged = f"{confirmed_note(w)} The first crossing is that of the {SIGNALS[w.crossing]}"
+    return (
+        judged + "; target "
         f"**{w.label(w.target)}**, the highest of the workload's targets. One row per "
         "algorithm: its best configuration (most seeds reaching the target, then fastest). "
         "Times are training wall-clock, evaluation excluded; a median marked ≥ counts seeds that "
@@ -100,7 +110,23 @@ def _how_judged(w: Workload) -> str:
 
 def _final_value(w: Workload) -> str:
     """The final figure the summary shows: % of optimum where the optimum is known."""
-    return PCT if not is_missing(w.optimum) else SIGNALS[w.signal]
+    return PCT if not is_missing(w.optimum) else SIGNALS[w.crossing]
+
+
+def confirmed_note(w: Workload) -> str:
+    """How a confirmed target is reached, in the words of the runs' records."""
+    episodes = w.selected["confirm_episodes"].dropna()
+    n = f"{int(episodes.min())}" if len(episodes) else "the"
+    if len(episodes) and episodes.min() != episodes.max():
+        n = f"{int(episodes.min())}–{int(episodes.max())}"
+    return (
+        f"A target counts **when the policy plays it**: where the {SIGNALS[w.crossing]} "
+        f"crossed it, the policy played {n} seeded episodes (the same in every run; off the "
+        "training clock), and the target was reached where their mean reached it, else "
+        "training went on to the next crossing. The policy that plays is " + POLICY_NOTE + ". "
+        "The time to the confirmed target is the training time of the iteration the "
+        "confirming check followed; the first crossing's is beside it."
+    )
 
 
 def _reached_table(w: Workload) -> list[str]:
@@ -111,10 +137,14 @@ def _reached_table(w: Workload) -> list[str]:
     final = f"final {_final_value(w)}"
     baseline = w.baseline
     header = [CONFIG, REACHED, TIME, TIME_KM, TIME_RANGE, STEPS, final, STEPS_PER_S]
+    if w.confirmed:
+        header[6:6] = [CROSSING_KM, CROSSING_STEPS_KM, CHECK]
     header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
     rows = []
     for _, r in reached.iterrows():
         cells = {CONFIG: r["config"], **ttt_cells(r), **final_cells(configs.loc[r["config"]])}
+        if w.confirmed:
+            cells.update(crossing_cells(w, r))
         cells[final] = cells[_final_value(w)]
         cells[f"{SPEEDUP} vs {baseline}"] = speedup_cell(w, r["config"], w.target)
         rows.append([cells[h] for h in header])
@@ -177,11 +207,11 @@ def _without_target(w: Workload) -> list[str]:
         [c["config"], *(final_cells(c)[h] for h in header[1:])] for _, c in w.configs.iterrows()
     ]
     lines += [markdown_table(header, rows), ""]
-    finals = w.finals(w.signal).dropna()
+    finals = w.finals(w.crossing).dropna()
     if len(finals):
         top = finals.sort_values(ascending=False, kind="stable").index[0]
         lines += [
-            f"**Highest final {SIGNALS[w.signal]}: {top}** ({fmt_float(finals[top])}, median "
+            f"**Highest final {SIGNALS[w.crossing]}: {top}** ({fmt_float(finals[top])}, median "
             "over seeds); without a target this is not a time-to-reward answer.",
             "",
         ]
@@ -191,6 +221,8 @@ def _without_target(w: Workload) -> list[str]:
 def verdict(w: Workload) -> str:
     """One sentence naming the best configuration and by how much, computed from the table."""
     best, target = w.best, w.label(w.target)
+    if w.confirmed:
+        target = f"{target} (confirmed)"
     everywhere = best[best["reached"] == best["seeds"]]
     if everywhere.empty:
         partial = best[best["reached"] > 0]
@@ -200,13 +232,13 @@ def verdict(w: Workload) -> str:
                 f"**No configuration reached {target} on every seed**; {r['config']} came "
                 f"closest ({r['reached']}/{r['seeds']} seeds)."
             )
-        finals = w.finals(w.signal).dropna()
+        finals = w.finals(w.crossing).dropna()
         if finals.empty:
             return f"**No configuration reached {target}** within its budget."
         top = finals.sort_values(ascending=False, kind="stable").index[0]
         return (
             f"**No configuration reached {target}** within its budget; the highest final "
-            f"{SIGNALS[w.signal]} was {fmt_float(finals[top])} ({top})."
+            f"{SIGNALS[w.crossing]} was {fmt_float(finals[top])} ({top})."
         )
     win = everywhere.iloc[0]
     n = int(win["seeds"])

@@ -40,6 +40,10 @@ from sweeps.harness.values import readable
 TRIAL_KEY = ["experiment", "trial_id"]
 CONFIG_KEY = ["env", "variant", "config"]
 SIGNALS = {"return_mean": "training return", "greedy_return": "greedy evaluation return"}
+# The confirmed target (sweeps/harness/confirm.py): reached where a check's seeded episodes
+# reached it, the check run at a crossing of the judged signal; only the target the run confirmed.
+CONFIRMED = "confirm_return"
+SIGNAL_NAMES = {**SIGNALS, CONFIRMED: "confirmed target"}
 BASELINE_ALGO = "dqn"
 
 
@@ -266,10 +270,15 @@ def primary_signal(selected: pd.DataFrame) -> str:
     return "greedy_return" if evaluated.all() else "return_mean"
 
 
-def time_to_target(selected: pd.DataFrame, signals: Sequence[str] = tuple(SIGNALS)) -> pd.DataFrame:
+def time_to_target(
+    selected: pd.DataFrame, signals: Sequence[str] = (*SIGNALS, CONFIRMED)
+) -> pd.DataFrame:
     """Per trial, signal and target: whether and when (train_time_s, env_steps) it was reached.
 
     ``budget_*`` columns hold how far the trial ran (what "not reached within budget" means).
+    The confirmed signal (``CONFIRMED``) has one target, the one the run confirmed (none in a run
+    that stopped at the first crossing); its rows also say how many checks ran (``checks``) and
+    the check that confirmed it, or the trial's best check (``check_*``).
     """
     rows = []
     group_cols = CONFIG_KEY + ["algo", "kind", "num_env_runners"] + TRIAL_KEY
@@ -278,23 +287,53 @@ def time_to_target(selected: pd.DataFrame, signals: Sequence[str] = tuple(SIGNAL
         g = g.sort_values("training_iteration")
         targets = json.loads(g["targets"].iloc[0]) if g["targets"].iloc[0] else []
         for signal in signals:
-            for target in targets:
+            for target in _confirmed_targets(g) if signal == CONFIRMED else targets:
                 hit = g[g[signal] >= target]
                 reached = not hit.empty
-                rows.append(
-                    {
-                        **ident,
-                        "seed": g["seed"].iloc[0],
-                        "signal": signal,
-                        "target": float(target),
-                        "reached": reached,
-                        "train_time_s": hit["train_time_s"].iloc[0] if reached else math.nan,
-                        "env_steps": hit["env_steps"].iloc[0] if reached else math.nan,
-                        "budget_train_time_s": g["train_time_s"].max(),
-                        "budget_env_steps": g["env_steps"].max(),
-                    }
-                )
+                row = {
+                    **ident,
+                    "seed": g["seed"].iloc[0],
+                    "signal": signal,
+                    "target": float(target),
+                    "reached": reached,
+                    "train_time_s": hit["train_time_s"].iloc[0] if reached else math.nan,
+                    "env_steps": hit["env_steps"].iloc[0] if reached else math.nan,
+                    "budget_train_time_s": g["train_time_s"].max(),
+                    "budget_env_steps": g["env_steps"].max(),
+                }
+                if signal == CONFIRMED:
+                    row.update(_checks(g, hit))
+                rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _confirmed_targets(trial: pd.DataFrame) -> list[float]:
+    """The target a trial's checks confirmed ([] where it stopped at the first crossing)."""
+    if "confirm_target" not in trial.columns:
+        return []
+    target = trial["confirm_target"].dropna()
+    return [float(target.iloc[0])] if len(target) else []
+
+
+def _checks(trial: pd.DataFrame, hit: pd.DataFrame) -> dict[str, float]:
+    """How many checks a trial ran (up to the one that confirmed its target), and that check's
+    figures, or where none did its best check's (NaN without checks)."""
+    checks = trial[trial["confirm_return"].notna()]
+    if not hit.empty:
+        check, count = hit.iloc[0], hit["confirm_checks"].iloc[0]
+    elif len(checks):
+        check, count = checks.loc[checks["confirm_return"].idxmax()], len(checks)
+    else:
+        return {"checks": 0.0, "check_return": math.nan, "check_ci95": math.nan,
+                "check_greedy": math.nan, "check_sampled": math.nan}  # fmt: skip
+    count = float(count) if not pd.isna(count) else float(len(checks))
+    return {
+        "checks": count,
+        "check_return": float(check["confirm_return"]),
+        "check_ci95": float(check["confirm_ci95"]),
+        "check_greedy": float(check["confirm_greedy_return"]),
+        "check_sampled": float(check.get("confirm_sampled_return", math.nan)),
+    }
 
 
 def censored_median(values: Sequence[float], reached: Sequence[bool]) -> tuple[float, bool]:
@@ -362,9 +401,24 @@ def summarize_time_to_target(ttt: pd.DataFrame) -> pd.DataFrame:
                 "km_steps": km_steps.value,
                 "km_steps_low": km_steps.low,
                 "km_steps_high": km_steps.high,
+                **_check_values(by_seed),
             }
         )
     return pd.DataFrame(rows, columns=cols + ["seeds", "reached"] if not rows else None)
+
+
+def _check_values(by_seed: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """The confirmed signal's checks per seed, in seed order (``time_to_target``'s check
+    columns): the number run, and the confirming (or best) check's figures; {} elsewhere."""
+    if "checks" not in by_seed.columns or by_seed["checks"].isna().all():
+        return {}
+    return {
+        "checks_values": tuple(by_seed["checks"].astype(float)),
+        "check_returns": tuple(by_seed["check_return"].astype(float)),
+        "check_ci95s": tuple(by_seed["check_ci95"].astype(float)),
+        "check_greedys": tuple(by_seed["check_greedy"].astype(float)),
+        "check_sampleds": tuple(by_seed["check_sampled"].astype(float)),
+    }
 
 
 def best_per_algorithm(summary: pd.DataFrame, finals: pd.Series) -> pd.DataFrame:

@@ -42,13 +42,32 @@ class Workload:
         return tables.configurations(self.selected)
 
     @cached_property
-    def signal(self) -> str:
-        """The primary metric (tables.primary_signal)."""
+    def crossing(self) -> str:
+        """The judged return whose first crossing of a target the report times
+        (tables.primary_signal): the training return, or the greedy evaluation return."""
         return tables.primary_signal(self.selected)
+
+    @cached_property
+    def confirmed(self) -> bool:
+        """Whether every compared trial ran to a confirmed target at the workload's target (its
+        run stopped only once a check confirmed it, ``sweeps/harness/confirm.py``): then the
+        verdict, the speedups and the scaling tables use the confirmed target, the first
+        crossing beside. Where some seeds
+        stopped at the first crossing (runs recorded before confirmation), every seed is judged
+        by its first crossing, which all of them recorded."""
+        if self.selected.empty or "confirm_target" not in self.selected.columns:
+            return False
+        return bool((self.selected["confirm_target"] == self.target).all())
+
+    @property
+    def signal(self) -> str:
+        """The signal the verdict uses: the confirmed target where every configuration has
+        one, else the first crossing of the judged return."""
+        return tables.CONFIRMED if self.confirmed else self.crossing
 
     @property
     def secondary(self) -> str:
-        return next(s for s in tables.SIGNALS if s != self.signal)
+        return next(s for s in tables.SIGNALS if s != self.crossing)
 
     @cached_property
     def optimum(self) -> float:
@@ -104,6 +123,8 @@ class Workload:
 
     def finals(self, signal: str) -> pd.Series:
         """config -> median over seeds of the final value of ``signal``."""
+        if signal == tables.CONFIRMED:
+            signal = self.crossing
         column = {"greedy_return": "final_greedy", "return_mean": "final_return"}[signal]
         if self.configs.empty:
             return pd.Series(dtype=float)

@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness.cli import add_gym_arguments, count, positive_float
+from sweeps.harness.cli import RECORDED_BEFORE, add_gym_arguments, count, positive_float
 from sweeps.harness.cli import build_parser as sweep_parser
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import check_writable
@@ -184,7 +184,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--stop-reward",
         type=float,
         default=None,
-        help="stop a trial at this return (default: the env's highest target)",
+        help="stop a trial once its policy plays this return: a confirmed target, checked at "
+        "each crossing on --confirm-episodes seeded episodes (default: the env's highest "
+        "target)",
+    )
+    p.add_argument(
+        "--confirm-episodes",
+        type=count(0),
+        default=None,
+        help="seeded episodes a crossing of the target plays to confirm it (0: the first "
+        "crossing counts; default: the sweeps', 10 full games on Pong, 100 elsewhere)",
     )
     p.add_argument(
         "--iteration-s",
@@ -328,6 +337,8 @@ def plan(args: argparse.Namespace) -> list[Run]:
                 flags += ["--num-env-runners", str(runners)]
             if args.num_cpus is not None:
                 flags += ["--num-cpus", str(args.num_cpus)]
+            if args.confirm_episodes is not None:
+                flags += ["--confirm-episodes", str(args.confirm_episodes)]
             flags += ["--storage-path", str(args.folder), "--name", name]
             module = args.workload.sweep_module(algo)
             sweep = f"{algo}_{args.workload.name}"
@@ -363,8 +374,19 @@ def check_reuse(run: Run) -> Run:
         dest = flag.removeprefix("--").replace("-", "_")
         if dest in ("storage_path", "name"):
             continue
-        recorded = record.args.get(dest)
+        recorded = record.args.get(dest, RECORDED_BEFORE.get(dest))
         if recorded != json.loads(json.dumps(expected[dest])):
+            raise UsageError(
+                f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
+                "another --name or delete it"
+            )
+    # Flags added since a folder was recorded, given or not (a run recorded before the confirmed
+    # target stopped at the first crossing: it does not stand for a confirmed one)
+    confirms = expected.get("stop_reward") is not None  # (no target: nothing to confirm)
+    for dest, before in RECORDED_BEFORE.items() if confirms else ():
+        recorded = record.args.get(dest, before)
+        if recorded != expected[dest]:
+            flag = "--" + dest.replace("_", "-")
             raise UsageError(
                 f"{run.folder} was run with {flag} {recorded}, not {expected[dest]}; choose "
                 "another --name or delete it"

@@ -18,7 +18,7 @@ from sweeps.harness.files import EVALUATION_FILE
 def test_ci95_is_students_t_interval() -> None:
     mean, half = greedy.ci95([1.0, 2.0, 3.0, 4.0, 5.0])
     assert mean == 3.0
-    assert half == pytest.approx(2.776 * math.sqrt(2.5) / math.sqrt(5), rel=1e-4)
+    assert half == pytest.approx(2.7764451 * math.sqrt(2.5) / math.sqrt(5), rel=1e-6)
     assert math.isnan(greedy.ci95([7.0])[1]) and greedy.ci95([7.0])[0] == 7.0
 
 

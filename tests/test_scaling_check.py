@@ -11,11 +11,13 @@ import pytest
 from analysis.scaling_check import at_steps, check_lines, seed_rows
 
 
-def _run(cores: int, seed: int, times, predicted, returns, algo="appo") -> pd.DataFrame:
+def _run(
+    cores: int, seed: int, times, predicted, returns, algo="appo", name="check"
+) -> pd.DataFrame:
     n = len(times)
     return pd.DataFrame(
         {
-            "experiment": f"check-{cores}core",
+            "experiment": f"{name}-{cores}core",
             "algo": algo,
             "num_env_runners": 1,
             "seed": seed,
@@ -64,3 +66,13 @@ def test_runs_without_a_partner_are_left_out():
     only_one = _run(1, 0, [1.0], [0.5], [0])
     assert seed_rows(only_one, target=18).empty
     assert at_steps(_run(2, 0, [1.0, 3.0], [1.0, 3.0], [0, 0]), "train_time_s", 1500) == 2.0
+
+
+def test_a_short_probe_gives_way_to_the_run_to_the_target():
+    """A seed probed for a few iterations on one core, then run to the target there: the run
+    with the most env steps is the one paired."""
+    probe = _run(1, 0, [2.0], [1.0], [0], name="probe")
+    one = _run(1, 0, [2.0, 4.0, 6.0], [1.0, 2.0, 3.0], [0, 5, 18], name="record")
+    two = _run(2, 0, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0, 5, 18], name="record")
+    (row,) = seed_rows(pd.concat([probe, one, two]), target=18).to_dict("records")
+    assert row["predicted"] == 3.0 and row["measured_two"] == 3.0 and row["time_error"] == 0

@@ -298,7 +298,17 @@ def test_impala_as_test_reaches_target(tmp_path, ray_session):
     assert rc == 0
     (trial,) = _trial_dirs(experiment)
     last = json.loads((trial / "result.json").read_text().splitlines()[-1])
-    assert keys.get(last, keys.GREEDY_RETURN) >= 2500
+    assert keys.get(last, keys.GREEDY_RETURN) >= 2500  # the crossing that was checked
+    # ... and the target confirmed: the learner's greedy policy (the greedy evaluation judges on
+    # cabs) played 100 seeded episodes (harness/confirm.py) whose mean reached it, the sampled
+    # one beside; the trial stopped there
+    assert keys.get(last, keys.TARGET_CONFIRMED) == 1
+    assert keys.get(last, keys.CONFIRM_RETURN) >= 2500
+    assert (
+        keys.get(last, keys.CONFIRM_EPISODES) == 100 and keys.get(last, keys.CONFIRM_SAMPLED) == 0
+    )
+    assert keys.get(last, keys.CONFIRM_RETURN) == keys.get(last, keys.CONFIRM_GREEDY_RETURN)
+    assert math.isfinite(keys.get(last, keys.CONFIRM_SAMPLED_RETURN))
 
 
 @pytest.mark.parametrize(

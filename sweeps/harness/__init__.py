@@ -10,7 +10,10 @@ handles interrupts and retries, ``storage`` the sweep folder (local or a URI), `
 progress lines, TensorBoard HParams and the best trial.
 Beside the run: ``sweep`` (the ``Sweep`` a sweep file declares; its workload is one file in
 ``sweeps/workloads/``), ``callbacks`` (the suite's metrics in every result), ``keys`` (result keys),
-``gpu`` (the CPU fallback of a learner without CUDA), ``dry_run``, ``held_out_pick`` and
-``held_out_eval`` (the final figure on held-out episodes, and the pick by it) and ``common``
-helpers. Importing this package imports neither Ray nor Torch.
+``gpu`` (the CPU fallback of a learner without CUDA), ``cpu_time`` (CPU time per process of a
+trial, and its predicted time on a core per process), ``confirm`` (a target counts when the
+policy plays it), ``dry_run``, ``held_out_pick`` and ``held_out_eval`` (the final figure on
+held-out episodes, and the pick by it), ``optuna_search`` (Tune's Optuna searcher, resumable),
+and the helpers ``errors`` (one-line errors), ``files`` (atomic writes, the files' names) and
+``values`` (numbers read from results). Importing this package imports neither Ray nor Torch.
 """

@@ -28,6 +28,7 @@ from ray.rllib.utils.metrics import ENV_RUNNER_RESULTS, LEARNER_RESULTS
 from envs import exact_optimum
 from sweeps.algorithms import entropy_target, kl_lr, training_return
 from sweeps.algorithms.apex.exploration import game_epsilon
+from sweeps.harness import confirm as confirm_target
 from sweeps.harness import cpu_time, keys
 from sweeps.harness.values import number
 
@@ -87,10 +88,13 @@ def learners_need_return(settings: dict[str, Any] | None) -> bool:
 
 
 class SuiteCallbacks(RLlibCallback):
-    """Training wall-clock without evaluation, greedy return, % of optimum, throughput."""
+    """Training wall-clock without evaluation, greedy return, % of optimum, throughput, and the
+    confirmed target (``confirm``: ``sweeps/harness/confirm.py``; the runner passes it with
+    ``functools.partial``, None: the first crossing counts)."""
 
-    def __init__(self) -> None:
+    def __init__(self, confirm: confirm_target.Spec | None = None) -> None:
         super().__init__()
+        self._confirm = confirm_target.Confirmation(confirm) if confirm is not None else None
         self._mark: float | None = None  # when the clocks were last advanced
         self._eval_started: float | None = None
         self._eval_time_s = 0.0  # evaluation since _mark
@@ -250,4 +254,36 @@ class SuiteCallbacks(RLlibCallback):
         if self._optimum:
             suite[keys.OPTIMUM[-1]] = self._optimum
             suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * self._greedy_return / self._optimum
+        result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')
+        if self._confirm is not None:
+            suite.update(self._check_target(algorithm, metrics_logger, result, train_time))
         result[keys.SUITE] = suite
+
+    def _check_target(
+        self, algorithm: Any, metrics: Any, result: dict, train_time: float
+    ) -> dict[str, float]:
+        """The confirmation's figures for this result; a check that ran is evaluation: its
+        seconds leave the training clock at the next result, and the CPU accounting's span
+        starts again after it."""
+        judged = {
+            keys.flat(keys.RETURN_MEAN): self._training_return,
+            keys.flat(keys.GREEDY_RETURN): self._greedy_return,
+        }.get(self._confirm.spec.judged, math.nan)
+        figures, seconds = self._confirm.after_result(algorithm, metrics, judged, train_time)
+        if seconds > 0:
+            self._eval_time_s += seconds
+            self._cpu.restart_clock()
+        return figures
+
+
+def with_confirmation(config: Any, spec: confirm_target.Spec | None) -> Any:
+    """The config's ``SuiteCallbacks`` given the trial's confirmed target (None: the first
+    crossing counts; the config as it was)."""
+    import functools
+
+    if spec is None:
+        return config
+    current = config.callbacks_class
+    if not (isinstance(current, type) and issubclass(current, SuiteCallbacks)):
+        raise TypeError(f"the config's callbacks are {current!r}, not the suite's")
+    return config.callbacks(callbacks_class=functools.partial(current, confirm=spec))

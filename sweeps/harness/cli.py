@@ -66,6 +66,10 @@ SHARED_DEFAULTS: dict[str, Any] = {
     "set": [],
 }
 
+# What a flag added since means for a run recorded before it (--resume continues it as begun):
+# a run recorded before the confirmed target stopped at the first crossing.
+RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0}
+
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
 RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
 
@@ -274,7 +278,17 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     b.add_argument(
         "--stop-reward",
         type=_finite_float,
-        help="stop a trial once its return reaches this (greedy return on cabs)",
+        help="the target: stop a trial once its policy plays this. Where the judged return "
+        "(greedy estimate; on Pong the training games' running mean) crosses it, the policy "
+        "plays --confirm-episodes seeded episodes off the training clock (the judged policy: "
+        "greedy; IMPALA/APPO sampled where the training return judges); the target counts when "
+        "their mean reaches it",
+    )
+    b.add_argument(
+        "--confirm-episodes",
+        type=count(0),
+        help="seeded episodes a crossing of --stop-reward plays to confirm it (0: the first "
+        "crossing counts, as RLlib's tuned examples stop)",
     )
     b.add_argument("--time-budget-s", type=positive_float, help="wall-clock budget of the sweep")
     b.add_argument(
@@ -375,8 +389,13 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     sweep.workload.add_arguments(p)  # --variant (cabs), --env / --env-config / --target (gym)
     # Held-out episodes at the end (sweeps/harness/held_out_pick.py): a second or two per cab trial;
     # on Pong a greedy game takes seconds to minutes, so it is asked for there.
-    final_episodes = {"final_episodes": sweep.workload.final_episodes}
-    p.set_defaults(**{**SHARED_DEFAULTS, **final_episodes, **sweep.defaults})
+    # Seeded episodes that confirm a crossing of --stop-reward (sweeps/harness/confirm.py): the
+    # workload's (Pong: 10 full games; elsewhere 100, a tight interval).
+    per_workload = {
+        "final_episodes": sweep.workload.final_episodes,
+        "confirm_episodes": sweep.workload.confirm_episodes,
+    }
+    p.set_defaults(**{**SHARED_DEFAULTS, **per_workload, **sweep.defaults})
     return p
 
 
@@ -455,6 +474,8 @@ def parse_args(
         sweep.workload.check(sweep.algo, args)
     except ValueError as e:
         parser.error(str(e))
+    if "confirm_episodes" not in _explicit_flags(parser, argv):  # e.g. an ALE game's 10
+        args.confirm_episodes = sweep.workload.episodes_to_confirm(args)
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).
@@ -646,7 +667,7 @@ def _resume_args(
         parser.error(str(e))
     # Defaults first (flags added since the record was written), then the recorded values; the
     # runtime flags come from this command line.
-    merged = {**vars(parser.parse_args([])), **(record.args or {})}
+    merged = {**vars(parser.parse_args([])), **RECORDED_BEFORE, **(record.args or {})}
     merged.update({k: getattr(args, k) for k in RESUME_RUNTIME_FLAGS})
     parent, name = storage.split(experiment)
     merged.update(

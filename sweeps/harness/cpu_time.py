@@ -318,7 +318,10 @@ class Accounting:
                 self._last[slot] = (pid, base)
 
     def restart_clock(self) -> None:
-        """After a restore: the span since the last reading is start-up, not the trial's."""
+        """After a restore (or a check of the target): the span since the last reading is not
+        the trial's training. Nothing where the accounting never started."""
+        if self._mark is None:
+            return
         self._mark = time.perf_counter()
         for slot, (pid, _) in list(self._last.items()):
             reading = read_process(pid)

@@ -22,6 +22,20 @@ def asha_rungs(info: dict[str, Any]) -> list[int]:
     return rungs
 
 
+def confirmation_line(args: argparse.Namespace) -> str:
+    """What reaching --stop-reward means for this sweep (sweeps/harness/confirm.py)."""
+    if not args.confirm_episodes:
+        return (
+            f"target {args.stop_reward:g}: reached at the judged return's first crossing "
+            "(--confirm-episodes 0)"
+        )
+    return (
+        f"target {args.stop_reward:g}: at each crossing the policy plays {args.confirm_episodes} "
+        "seeded episodes (the judged policy: greedy; IMPALA/APPO sampled where the training "
+        "return judges), off the training clock; reached where their mean reaches it"
+    )
+
+
 def dry_run_lines(
     sweep: Sweep,
     args: argparse.Namespace,
@@ -44,6 +58,8 @@ def dry_run_lines(
         f"[dry-run] budget: sweep wall-clock {budget}; each trial stops at {stops}",
         f"[dry-run] {evaluation}; a checkpoint every {args.checkpoint_freq} iteration(s)",
     ]
+    if args.stop_reward is not None:
+        lines.append("[dry-run] " + confirmation_line(args))
     if not args.resume:
         lines += sweep.workload.dry_run_lines(args)
     if args.resume:

@@ -22,20 +22,16 @@ import numpy as np
 
 from sweeps.harness.files import EVALUATION_FILE, atomic_write_text
 
-# Student's t at 97.5% for 1..30 degrees of freedom (a 95% two-sided interval); 1.96 beyond.
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
-
 
 def ci95(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% confidence interval (NaN for fewer than 2 values)."""
+    """Mean and the half-width of its 95% confidence interval, Student's t (NaN for fewer than
+    2 values)."""
+    from scipy.stats import t as student
+
     v = np.asarray(values, dtype=float)
     if len(v) < 2:
         return (float(v.mean()) if len(v) else math.nan), math.nan
-    t = _T975[len(v) - 2] if len(v) - 1 <= len(_T975) else 1.96
+    t = float(student.ppf(0.975, len(v) - 1))
     return float(v.mean()), float(t * v.std(ddof=1) / math.sqrt(len(v)))
 
 
@@ -65,9 +61,15 @@ def greedy_actions(module: Any, obs: Any) -> np.ndarray:
 
     with torch.no_grad():
         out = module.forward_inference({Columns.OBS: convert_to_torch_tensor(obs)})
-    if Columns.ACTIONS in out:
-        return np.asarray(out[Columns.ACTIONS])
-    return out[Columns.ACTION_DIST_INPUTS].argmax(dim=-1).numpy()
+        if Columns.ACTIONS in out:
+            return np.asarray(out[Columns.ACTIONS])
+        # as RLlib's env runners act with explore=False: the distribution's deterministic
+        # action (arg-max of Categorical logits, a Gaussian's mean)
+        inputs = out[Columns.ACTION_DIST_INPUTS]
+        dist_cls = getattr(module, "get_inference_action_dist_cls", None)
+        if dist_cls is None:  # (a module without RLlib's distributions: its logits' arg-max)
+            return inputs.argmax(dim=-1).numpy()
+        return dist_cls().from_logits(inputs).to_deterministic().sample().numpy()
 
 
 def sampled_actions(module: Any, obs: Any) -> np.ndarray | None:
@@ -86,6 +88,50 @@ def sampled_actions(module: Any, obs: Any) -> np.ndarray | None:
         return dist.sample().numpy()
 
 
+def module_inputs(space: Any, frames: bool) -> Any:
+    """What the module takes of a batch of the env's observations: an Atari env's frame stacks
+    (``frames``: a CNN's) and a 1-D Box (an MLP's) as they are; any other space flattened as
+    RLlib's ``FlattenObservations`` connector flattens it for the suite's MLP (one-hot for
+    Discrete; ``sweeps/workloads/gym.py`` puts that connector in front of every such env)."""
+    import gymnasium as gym
+
+    if frames or isinstance(space, gym.spaces.Box) and len(space.shape) == 1:
+        return lambda obs: obs
+    from ray.rllib.utils.numpy import flatten_inputs_to_1d_tensor
+    from ray.rllib.utils.spaces.space_utils import get_base_struct_from_space
+
+    struct = get_base_struct_from_space(space)
+    return lambda obs: flatten_inputs_to_1d_tensor(obs, spaces_struct=struct, batch_axis=True)
+
+
+def env_actions(space: Any) -> Any:
+    """The module's actions as the env takes them: a bounded Box's unsquashed from [-1, 1] to
+    its bounds and clipped (RLlib's default ``normalize_actions``), others as they are."""
+    import gymnasium as gym
+
+    if not isinstance(space, gym.spaces.Box):
+        return lambda actions: actions
+    from ray.rllib.utils.spaces.space_utils import unsquash_action
+
+    return lambda actions: unsquash_action(actions, space)
+
+
+def _frames(env_id: str) -> bool:
+    """Whether the env's observations are an Atari frame stack (Pong, an ``ALE/...`` id)."""
+    import envs
+
+    if env_id == envs.PONG:
+        return True
+    if env_id in (envs.CABS, envs.CABS_REQUESTS):
+        return False
+    from envs.gym import kind_of
+
+    return kind_of(env_id) == "atari"
+
+
+MAX_STEPS = 100_000  # a played episode still running after this many steps counts as it stands
+
+
 def play(
     module: Any, env_id: str, env_config: dict, episodes: int, seed: int, sampled: bool = False
 ) -> list[float] | None:
@@ -93,7 +139,8 @@ def play(
     side in one vector env (each sub-env's first episode counts): greedy, or with ``sampled``
     the actions drawn from the module's distribution (torch's generator seeded ``seed`` for the
     episodes, and left as it was found); None when ``sampled`` and the module has no
-    distribution to sample (``sampled_actions``)."""
+    distribution to sample (``sampled_actions``). An episode still running after ``MAX_STEPS``
+    steps (an env without a time limit) counts with its return so far."""
     import gymnasium as gym
     import torch
 
@@ -104,17 +151,21 @@ def play(
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
     )
     act = sampled_actions if sampled else greedy_actions
+    inputs = module_inputs(vector_env.single_observation_space, _frames(env_id))
+    to_env = env_actions(vector_env.single_action_space)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])
         returns = np.zeros(episodes)
         running = np.ones(episodes, dtype=bool)
-        while running.any():
-            actions = act(module, obs)
+        for _ in range(MAX_STEPS):
+            if not running.any():
+                break
+            actions = act(module, inputs(obs))
             if actions is None:
                 vector_env.close()
                 return None
-            obs, reward, terminated, truncated, _ = vector_env.step(actions)
+            obs, reward, terminated, truncated, _ = vector_env.step(to_env(actions))
             returns += np.where(running, reward, 0.0)
             running &= ~(terminated | truncated)
     vector_env.close()

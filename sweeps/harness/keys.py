@@ -71,6 +71,18 @@ PREDICTED_TRAIN_TIME_S: Key = (SUITE, "predicted_train_time_s")
 # own figure, which is not that in RLlib 2.60, is kept under RLLIB_RETURN_MEAN.
 RETURN_MEAN_LAST_N: Key = (ENV_RUNNER_RESULTS, "suite_return_mean_last_n")
 RLLIB_RETURN_MEAN: Key = (ENV_RUNNER_RESULTS, "rllib_episode_return_mean")
+# The confirmed target (sweeps/harness/confirm.py): when the judged return crosses the run's
+# target, the policy plays seeded episodes; the target counts only where their mean reaches it.
+# Each check's figures are in the result of the iteration it followed (NaN in the others).
+CONFIRM_RETURN: Key = (SUITE, "confirm_return")  # the judged policy's (harness/confirm.py)
+CONFIRM_CI95: Key = (SUITE, "confirm_ci95")  # half-width of its 95% interval
+CONFIRM_GREEDY_RETURN: Key = (SUITE, "confirm_greedy_return")  # greedy, on the same episodes
+CONFIRM_SAMPLED_RETURN: Key = (SUITE, "confirm_sampled_return")  # sampled (NaN: a Q-learner)
+CONFIRM_SAMPLED: Key = (SUITE, "confirm_sampled")  # 1: CONFIRM_RETURN is the sampled policy's
+CONFIRM_EPISODES: Key = (SUITE, "confirm_episodes")
+CONFIRM_TARGET: Key = (SUITE, "confirm_target")
+CONFIRM_CHECKS: Key = (SUITE, "confirm_checks")  # checks so far, lifetime
+TARGET_CONFIRMED: Key = (SUITE, "target_confirmed")  # 1 once a check reached the target
 # Written by the TensorBoard logger (sweeps.harness.reporting), not into results: training
 # seconds until the trial's judged return first reached the target.
 TIME_TO_TARGET_S: Key = (SUITE, "time_to_target_s")

@@ -204,6 +204,29 @@ def _fmt(value: Any, spec: str = ".1f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def check_line(trial_id: str, result: dict) -> str | None:
+    """The line of a check of the target that ran after this result (None without one)."""
+    value = _finite(keys.get(result, keys.CONFIRM_RETURN))
+    if value is None:
+        return None
+    target = _fmt(keys.get(result, keys.CONFIRM_TARGET), "g")
+    episodes = int(keys.get(result, keys.CONFIRM_EPISODES) or 0)
+    half = _finite(keys.get(result, keys.CONFIRM_CI95))
+    sampled = keys.get(result, keys.CONFIRM_SAMPLED) == 1
+    played = f"{value:.1f}" + (f" ± {half:.1f}" if half is not None else "")
+    played += f" over {episodes} seeded episodes, " + ("sampled" if sampled else "greedy")
+    other = keys.CONFIRM_GREEDY_RETURN if sampled else keys.CONFIRM_SAMPLED_RETURN
+    if _finite(keys.get(result, other)) is not None:
+        played += f" ({'greedy' if sampled else 'sampled'} {_fmt(keys.get(result, other))})"
+    confirmed = keys.get(result, keys.TARGET_CONFIRMED) == 1
+    verdict = "confirmed" if confirmed else "not confirmed: training goes on"
+    steps = _fmt(keys.get(result, keys.ENV_STEPS), ".0f")
+    return (
+        f"[sweep] trial {trial_id} at or above {target} at {steps} env steps; its policy "
+        f"played {played}: {verdict}"
+    )
+
+
 class ProgressCallback(Callback):
     """Every ``interval_s``: one sweep-level line (trials completed / pruned by ASHA / running /
     errored / waiting, elapsed of the budget, the best so far with % of optimum where known) and
@@ -350,6 +373,9 @@ class ProgressCallback(Callback):
         self._last[trial.trial_id] = result
         if _finite(keys.get(result, self._metric)) is not None:
             self._judged[trial.trial_id] = result
+        check = check_line(trial.trial_id, result)
+        if check:
+            self._print(check)
         now = time.monotonic()
         if now - self._last_print >= self._interval_s:
             self._last_print = now

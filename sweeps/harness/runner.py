@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeps.harness import cpu_time, keys, machine_speed, outcome, recovery, storage
+from sweeps.harness import confirm, cpu_time, keys, machine_speed, outcome, recovery, storage
 from sweeps.harness.cli import apply_settings, build_parser, parse_args, scaling_line
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
@@ -69,6 +69,18 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     Pong, and the others with greedy evaluation off (--eval-interval 0): the training return."""
     greedy = sweep.workload.greedy_judged and args.eval_interval > 0
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
+
+
+def _confirmation(sweep: Sweep, args: argparse.Namespace) -> confirm.Spec | None:
+    """The trial's confirmed target: --stop-reward, checked on --confirm-episodes seeded
+    episodes at each crossing of the judged return (None: no --stop-reward, or 0 episodes)."""
+    return confirm.spec(args.stop_reward, args.confirm_episodes, _judged_by(sweep, args))
+
+
+def _stop_key(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
+    """What --stop-reward stops on and --as-test asks for: the confirmation's return where
+    the target is confirmed, else the judged return's first crossing."""
+    return keys.CONFIRM_RETURN if _confirmation(sweep, args) else _judged_by(sweep, args)
 
 
 def _live_estimate(sweep: Sweep, args: argparse.Namespace) -> str:
@@ -131,6 +143,11 @@ def parse(
     except ValueError as e:  # e.g. an ill-typed env-config value
         raise UsageError(str(e)) from None
     apply_settings(config, args.set)  # --set key=value on the tuned defaults
+    # --stop-reward is a confirmed target: the policy plays --confirm-episodes seeded episodes
+    # at each crossing, and the target counts only where they reach it (harness/confirm.py)
+    from sweeps.harness.callbacks import with_confirmation
+
+    with_confirmation(config, _confirmation(sweep, args))
     if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
         config.reporting(
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
@@ -461,7 +478,8 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunR
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
     outcome.print_outcome(experiment, results, errors, failures, best, held_out, record, judged)
-    return outcome.exit_code(sweep.name, experiment, args, results, errors, interrupted, judged)
+    stop_key = _stop_key(sweep, args)  # --as-test: the confirmed target where it is one
+    return outcome.exit_code(sweep.name, experiment, args, results, errors, interrupted, stop_key)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -525,7 +543,7 @@ def _stop_criteria(sweep: Sweep, args: argparse.Namespace) -> dict[str, float | 
     """A trial stops once any of these (flat result key: threshold) is reached; None: unset."""
     return {
         keys.flat(keys.ENV_STEPS): args.stop_timesteps,
-        keys.flat(_judged_by(sweep, args)): args.stop_reward,
+        keys.flat(_stop_key(sweep, args)): args.stop_reward,
         keys.flat(keys.TRAIN_TIME_S): args.stop_train_time_s,
     }
 

@@ -28,6 +28,9 @@ class Workload:
     # benchmark's (greedy games each trial's final policy plays, when the sweep plays none).
     final_episodes: int = 0
     benchmark_final_episodes: int = 0
+    # Seeded episodes a crossing of the target plays to confirm it (--confirm-episodes): enough
+    # for a tight interval where episodes are short.
+    confirm_episodes: int = 100
     # Whether greedy evaluation (when on) judges trials; else the training return does.
     greedy_judged: bool = True
     # Whether a run always has targets (a run record without them is then a broken one).
@@ -47,6 +50,10 @@ class Workload:
 
     def check(self, algo: str, args: argparse.Namespace) -> None:
         """Check the parsed flags before Ray starts; a ValueError (one line) when they're bad."""
+
+    def episodes_to_confirm(self, args: argparse.Namespace) -> int:
+        """--confirm-episodes where not given: ``confirm_episodes``."""
+        return self.confirm_episodes
 
     def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
         """Env names to register with Ray Tune beyond the suite's own (``envs.register_envs``)."""

@@ -40,6 +40,12 @@ class Gym(Workload):
 
         check(algo, resolve(args.env, args.env_config))
 
+    def episodes_to_confirm(self, args: argparse.Namespace) -> int:
+        """An ALE game's check plays 10 full games, as Pong's (each is thousands of steps)."""
+        from envs.gym import kind_of
+
+        return 10 if kind_of(args.env) == "atari" else self.confirm_episodes
+
     def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
         return (args.env,)
 
