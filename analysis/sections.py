@@ -313,8 +313,9 @@ def crossing_cells(w: Workload, r: pd.Series) -> dict[str, str]:
 
 def check_cells(r: pd.Series) -> dict[str, str]:
     """A confirmed-signal row's checks: the confirming check's mean over the seeds that
-    confirmed (median, min–max, the widest 95% half-width), its greedy figure where the policy
-    played sampled, and how many checks ran."""
+    confirmed (median, min–max, the widest 95% half-width), the other policy's figure on the
+    same episodes (greedy where the sampled policy judged, sampled where the greedy one did),
+    and how many checks ran."""
     values = r.get("check_returns")
     if not isinstance(values, tuple):
         return {CHECK: DASH, CHECKS: DASH}
