@@ -6,13 +6,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from analysis import collect, curves, report, scaling_check
+from analysis import collect, curves, overhead, report, scaling_check
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 
 COMMANDS = {
     "collect": (collect, "collect experiment folders into one tidy table (runs.csv)"),
     "report": (report, "write REPORT.md, PNG plots and runs.csv for experiment folders"),
     "curves": (curves, "runs side by side at the same env steps (comparing probes)"),
+    "overhead": (overhead, "where a sweep's wall-clock goes, from its files (OVERHEAD.md)"),
     "scaling-check": (
         scaling_check,
         "the scaling prediction from one core checked against two (CHECK.md)",

@@ -169,6 +169,8 @@ EXPERIMENT_COLUMNS = [
     "started_at",
     "ended_at",
     "run_status",
+    # "9 of 24 trials ran" where the sweep's wall-clock cap cut it short, else ""
+    "cut_short",
 ]
 INT_COLUMNS = [
     "seed",

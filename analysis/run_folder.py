@@ -290,7 +290,16 @@ class _Experiment:
             "started_at": info.started_at or "",
             "ended_at": info.ended_at or "",
             "run_status": info.status or "",
+            "cut_short": _cut_short(info.cut_short),
         }
+
+
+def _cut_short(cut: dict[str, Any] | None) -> str:
+    """``"9 of 24 trials ran"``: a sweep its wall-clock cap stopped (sweeps/harness/budget.py),
+    as its record says; "" for any other."""
+    if not cut:
+        return ""
+    return f"{cut.get('ran', '?')} of {cut.get('planned', '?')} trials ran"
 
 
 def _load(machine: Machine) -> str:

@@ -38,6 +38,15 @@ Why these settings
   learns has a greedy return in the thousands and one that does not stays near zero: rungs
   at 5k, 15k and 45k (15k, 45k, 135k). The tuned defaults are the first trial (trials run one
   at a time), so they always run to the end.
+* **The budget is the work, the wall-clock a safety cap**: the search is its 24 trials of up to
+  60k env steps, pruned by ASHA on env steps, so a slower machine runs the same search, slower,
+  and finds what a fast one finds. Fewer seconds per trial would not: what a trial learns in
+  a second varies 2.5-3x between the machines this runs on, and a budget in seconds is what
+  cut the search to 9 of its 24 trials on a slow host. The 14-minute ``time_budget_s`` is a
+  cap, raised where none is given to 1.5x the plan's predicted wall-clock on this machine
+  (the measured cost of this search, ``SWEEP.costs``, scaled by the machine's raw env rate and
+  cores: ``sweeps/harness/budget.py``); where a cap still stops the search, the summary says
+  "cut short" and prints the ``--resume`` command that finishes it.
 * **The final figure is held out**: the best trial and the runners-up within noise of it are
   re-evaluated on 100 fixed episodes (``--final-episodes``, ``sweeps/harness/held_out_pick.py``) and
   the best trial is picked by that, not by the highest periodic 5-episode figure (the

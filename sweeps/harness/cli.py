@@ -72,6 +72,9 @@ RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0}
 
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
 RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
+# What --resume may change where given: the sweep's wall-clock cap (how much of the planned search
+# runs, never what a trial computes): a sweep cut short by its cap finishes with a larger one.
+RESUME_CAP_FLAGS = ("time_budget_s",)
 
 # --smoke: same code path, tiny budget (one or two trials, a few hundred env steps).
 SMOKE_FINAL_EPISODES = 10
@@ -290,7 +293,13 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         help="seeded episodes a crossing of --stop-reward plays to confirm it (0: the first "
         "crossing counts, as RLlib's tuned examples stop)",
     )
-    b.add_argument("--time-budget-s", type=positive_float, help="wall-clock budget of the sweep")
+    b.add_argument(
+        "--time-budget-s",
+        type=positive_float,
+        help="the sweep's wall-clock cap, its runs and resumes together: where it runs out the "
+        "sweep stops as at Ctrl-C, says it was cut short and prints the --resume command (with a "
+        "larger cap: --resume FOLDER --time-budget-s N) that finishes the same search",
+    )
     b.add_argument(
         "--stop-train-time-s",
         type=positive_float,
@@ -476,6 +485,8 @@ def parse_args(
         parser.error(str(e))
     if "confirm_episodes" not in _explicit_flags(parser, argv):  # e.g. an ALE game's 10
         args.confirm_episodes = sweep.workload.episodes_to_confirm(args)
+    # The cap's default comes from the plan's prediction where none is given (budget.py)
+    args.cap_from_plan = "time_budget_s" not in _explicit_flags(parser, argv)
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).
@@ -657,7 +668,8 @@ def _resume_args(
     argv: Sequence[str] | None,
 ) -> argparse.Namespace:
     """The recorded arguments of the sweep to resume (the run record is the source of truth)."""
-    explicit = _explicit_flags(parser, argv) - {"resume", *RESUME_RUNTIME_FLAGS}
+    given = _explicit_flags(parser, argv)
+    explicit = given - {"resume", *RESUME_RUNTIME_FLAGS, *RESUME_CAP_FLAGS}
     if explicit:
         names = ", ".join(sorted("--" + d.replace("_", "-") for d in explicit))
         parser.error(f"--resume continues with the recorded settings; drop {names}")
@@ -669,6 +681,7 @@ def _resume_args(
     # runtime flags come from this command line.
     merged = {**vars(parser.parse_args([])), **RECORDED_BEFORE, **(record.args or {})}
     merged.update({k: getattr(args, k) for k in RESUME_RUNTIME_FLAGS})
+    merged.update({k: getattr(args, k) for k in RESUME_CAP_FLAGS if k in given})
     parent, name = storage.split(experiment)
     merged.update(
         storage_path=parent,

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sweeps.harness import cpu_time, keys, recovery
+from sweeps.harness.budget import CutShort
 from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, load_average
 
@@ -21,9 +22,11 @@ def close_record(
     errors: list[Any],
     failures: list[dict[str, Any]],
     interrupted: bool,
+    cut: CutShort | None = None,
 ) -> None:
-    """The run record's end: failures, end time and load, status; a finished run also closes
-    the Optuna trials a killed driver left RUNNING."""
+    """The run record's end: failures, end time and load, status (``cut``: stopped by its
+    wall-clock cap, "cut short", and how far it got); a finished run also closes the Optuna
+    trials a killed driver left RUNNING (a cut-short one's go on at --resume)."""
     record.failures = failures
     record.ended_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     if results is not None:
@@ -32,6 +35,10 @@ def close_record(
     record.machine.load_at_end = load_average()
     if interrupted or results is None:
         record.status = "interrupted"
+        return
+    record.cut_short = None if cut is None else cut.to_dict()
+    if cut is not None:
+        record.status = "cut short"
         return
     record.status = "failed" if errors else "finished"
     try:

@@ -50,6 +50,10 @@ class Machine:
     # The cores the run's processes could use (affinity: ``taskset`` narrows it); ``cpus`` above
     # is what Ray declares (``--num-cpus`` may declare more, on purpose)
     cores: int | None = field(default=None, metadata=_WHEN_SET)
+    # Seconds the run's cores were busy from its start to its summary, every process (its runs
+    # and resumes together; /proc/stat): with its wall-clock, what a plan predicts from
+    # (sweeps/harness/budget.py)
+    busy_s: float | None = field(default=None, metadata=_WHEN_SET)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know
 
 
@@ -88,12 +92,14 @@ class RunRecord:
     plan: dict[str, Any] | None = None  # bundles, strategy, concurrent
     started_at: str | None = None  # ISO 8601, UTC
     ended_at: str | None = None
-    status: str | None = None  # "running", "interrupted", "failed", "finished"
+    status: str | None = None  # "running", "interrupted", "cut short", "failed", "finished"
     first_trial: dict[str, Any] | None = None  # the tuned defaults as search parameters
     failures: list[dict[str, Any]] | None = field(default=None, metadata=_WHEN_SET)
     held_out: dict[str, Any] | None = field(default=None, metadata=_WHEN_SET)
     optuna_stale_trials_failed: int | None = field(default=None, metadata=_WHEN_SET)
     resumes: list[dict[str, Any]] | None = field(default=None, metadata=_WHEN_SET)
+    # A sweep its wall-clock cap stopped: trials planned, ran, ... (sweeps/harness/budget.py)
+    cut_short: dict[str, Any] | None = field(default=None, metadata=_WHEN_SET)
     # CPU seconds per kind of process over the run's trials (sweeps/harness/cpu_time.py)
     cpu: dict[str, Any] | None = field(default=None, metadata=_WHEN_SET)
     extra: dict[str, Any] = field(default_factory=dict)  # keys this version does not know

@@ -160,8 +160,13 @@ def resumed_record(record_path: str, args, raw_env_steps_per_s: float | None = N
     }
     if raw_env_steps_per_s is not None:
         resume["raw_env_steps_per_s"] = raw_env_steps_per_s
+    cap = getattr(args, "time_budget_s", None)
+    if record.args is not None and cap != record.args.get("time_budget_s"):
+        # A larger cap given with --resume (a sweep cut short): the sweep's from now on
+        resume["time_budget_s"] = cap
+        record.args = {**record.args, "time_budget_s": cap}
     record.resumes = [*(record.resumes or []), resume]
-    record.status, record.ended_at = "running", None
+    record.status, record.ended_at, record.cut_short = "running", None, None
     return record
 
 

@@ -25,7 +25,8 @@ from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
-from sweeps.harness import keys
+from sweeps.harness import budget, keys
+from sweeps.harness.budget import clock as _clock
 from sweeps.harness.values import dotted, number, readable
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 # At most ~30 metrics: what the HParams tab compares trials on. The table's first columns are
 # the ones a reader decides by (``leading_columns``); these follow them.
+# The HParams column that marks a trial stopped mid-trial by the sweep's wall-clock cap.
+CUT_SHORT_TAG = "sweep/cut_short"
 CURATED_METRICS: tuple[keys.Key, ...] = (
     keys.RETURN_MEAN,
     keys.RETURN_MIN,
@@ -125,8 +128,10 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         self._leading = leading_columns(metric, target)
         first = [key for key, _, _ in self._leading]
         rest = [k for k in CURATED_METRICS + tuple(extra_metrics) if k not in first]
-        self._metrics = [keys.flat(k) for k in first + rest]
+        # Last: 1 on a trial the sweep's wall-clock cap stopped mid-trial, 0 on one that ended.
+        self._metrics = [keys.flat(k) for k in first + rest] + [CUT_SHORT_TAG]
         self._reached: set[str] = set()  # trial ids whose time to target is logged
+        self._last_step: dict[str, int] = {}  # trial id -> its last result's step
 
     def _experiment_summary(self, trial: Trial):
         """tensorboardX's HParams experiment summary with names and descriptions on the
@@ -158,6 +163,7 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         if trial not in self._trial_writer:
             self.log_trial_start(trial)
         step = int(_finite(keys.get(result, keys.ENV_STEPS)) or iteration)
+        self._last_step[trial.trial_id] = step
         writer = self._trial_writer[trial]
         for name in self._metrics:
             value = _finite(keys.get(result, tuple(name.split("/"))))
@@ -176,7 +182,15 @@ class HParamsLoggerCallback(TBXLoggerCallback):
             writer.add_scalar(keys.flat(keys.TIME_TO_TARGET_S), train_time, global_step=step)
         writer.flush()
 
-    def log_trial_end(self, trial: Trial, failed: bool = False) -> None:
+    def on_experiment_end(self, trials: list[Trial], **info: Any) -> None:
+        """A sweep its wall-clock cap cut short: each trial it stopped mid-trial is marked
+        (``CUT_SHORT_TAG`` 1, its session's status unknown: it goes on at --resume)."""
+        if budget.CUT_SHORT.is_set():
+            for trial in list(self._trial_writer):
+                self.log_trial_end(trial, cut_short=True)
+        super().on_experiment_end(trials, **info)
+
+    def log_trial_end(self, trial: Trial, failed: bool = False, cut_short: bool = False) -> None:
         from tensorboardX.proto.api_pb2 import Status
         from tensorboardX.summary import hparams
 
@@ -184,8 +198,12 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         self._trial_result.pop(trial, None)
         if writer is None:
             return
+        step = self._last_step.get(trial.trial_id, 0)
+        writer.add_scalar(CUT_SHORT_TAG, float(cut_short), global_step=step)
         _, _, session_end = hparams(hparam_dict=trial_hparams(trial), metric_dict={})
-        status = Status.Value("STATUS_FAILURE" if failed else "STATUS_SUCCESS")
+        status = Status.Value(
+            "STATUS_UNKNOWN" if cut_short else "STATUS_FAILURE" if failed else "STATUS_SUCCESS"
+        )
         session_end.value[0].metadata.plugin_data.content = _end_content(status)
         writer.file_writer.add_summary(session_end)
         writer.close()
@@ -288,9 +306,10 @@ class ProgressCallback(Callback):
         self._elapsed_before_s = float(state.get("elapsed_s", 0.0))
         self._start = time.monotonic()
         if self._elapsed_before_s > 0:
-            budget = f" of its {_clock(self._budget_s)} budget" if self._budget_s else ""
+            cap = budget.cap_s(self._budget_s)  # a resume's --time-budget-s, where given
+            budget_text = f" of its {_clock(cap)} budget" if cap else ""
             self._print(
-                f"[resume] the sweep ran {_clock(self._elapsed_before_s)} before{budget}; "
+                f"[resume] the sweep ran {_clock(self._elapsed_before_s)} before{budget_text}; "
                 "its clock and budget go on from there"
             )
 
@@ -322,7 +341,8 @@ class ProgressCallback(Callback):
             f"{max(waiting, 0)} waiting",
         ]
         elapsed = self.elapsed_s()
-        clock = _clock(elapsed) + (f" of {_clock(self._budget_s)}" if self._budget_s else "")
+        cap = budget.cap_s(self._budget_s)
+        clock = _clock(elapsed) + (f" of {_clock(cap)}" if cap else "")
         best = "best: none yet"
         ranked = [t for t in self._ranked() if math.isfinite(self._value(t))]
         if ranked:
@@ -486,11 +506,6 @@ def _f(value: Any, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{value:.{digits}f}"
-
-
-def _clock(seconds: float) -> str:
-    m, s = divmod(int(seconds), 60)
-    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
 
 
 def _short_params(trial: Trial, limit: int = 8) -> str:

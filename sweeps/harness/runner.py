@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweeps.harness import confirm, cpu_time, keys, machine_speed, outcome, recovery, storage
+from sweeps.harness import (
+    budget,
+    confirm,
+    cpu_time,
+    keys,
+    machine_speed,
+    outcome,
+    recovery,
+    storage,
+)
 from sweeps.harness.cli import apply_settings, build_parser, parse_args, scaling_line
 from sweeps.harness.configs_from import source_points
 from sweeps.harness.dry_run import dry_run_lines
@@ -106,12 +115,17 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     """Run one sweep: parse → plan → search → fit → summarise. Returns the process exit code:
     0, 1 (a trial errored, or --as-test missed its target), 2 (bad input), 130 (interrupted)."""
     recovery.INTERRUPTED.clear()
+    budget.arm(None)
     with recovery.stop_signals_noted():  # Ctrl-C/SIGTERM, from here to the end: an interruption
         try:
             args, config = parse(sweep, argv)
             # The machine's speed before Ray starts its processes (they share the cores)
             speed = None if args.dry_run else _machine_speed(sweep, args, "start")
+            busy_at_start = cpu_time.read_machine(cpu_time.affinity())
             placement = plan(sweep, args, config)
+            # The search's work, its predicted wall-clock here and the cap's default from it
+            for line in budget.plan_lines(sweep, args, speed, cpu_time.cores()):
+                print(line, flush=True)
             if args.dry_run:
                 _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
                 stop = _stop_criteria(sweep, args)
@@ -125,10 +139,14 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             print(INTERRUPTED_IN_START_UP, file=sys.stderr, flush=True)
             return 130
         print(start_lines(args), flush=True)
+        budget.arm(args.time_budget_s)  # the sweep's wall-clock cap (a resume's, where given)
         # A Ctrl-C whose KeyboardInterrupt a library dropped (recovery.stop_signals_noted) is
         # still an interruption: Tune does not start, the record says so, exit 130.
-        results = None if recovery.INTERRUPTED.is_set() else fit(tuner)
-        return summarise(sweep, args, results, record)
+        try:
+            results = None if recovery.INTERRUPTED.is_set() else fit(tuner)
+            return summarise(sweep, args, results, record, busy_at_start)
+        finally:
+            budget.disarm()
 
 
 def parse(
@@ -366,7 +384,9 @@ def build_tuner(
             scheduler=trials.scheduler,
             num_samples=trials.num_samples,
             max_concurrent_trials=placement.concurrent,
-            time_budget_s=args.time_budget_s,
+            # Not Tune's time_budget_s: the cap is budget.WallClockCap's, which leaves a sweep it
+            # stops resumable (sweeps/harness/budget.py).
+            time_budget_s=None,
             reuse_actors=False,
             trial_name_creator=_trial_name,
             trial_dirname_creator=_trial_name,
@@ -416,10 +436,11 @@ def _callbacks(
             metric=_judged_by(sweep, args),
             stop=stop,
             time_budget_s=args.time_budget_s,
-            num_samples=trials.num_samples if not args.benchmark_seeds else args.benchmark_seeds,
+            num_samples=_planned(args, trials),
             pruning=trials.scheduler_info["type"] == "asha",
             estimate=_live_estimate(sweep, args),
         ),
+        budget.WallClockCap(planned=_planned(args, trials)),
         recovery.FailureLog(),
         # A resumed trial whose checkpoint Tune deleted after the last saved state goes on
         # from a newer one (before the loggers below trim its rows to it).
@@ -430,6 +451,11 @@ def _callbacks(
         recovery.ProgressCsvLogger(),
         WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
     ]
+
+
+def _planned(args: argparse.Namespace, trials: TrialPlan) -> int:
+    """The trials the sweep plans: its samples, or one per benchmark seed."""
+    return args.benchmark_seeds or trials.num_samples
 
 
 def fit(tuner: Any) -> Any:
@@ -456,9 +482,16 @@ def fit(tuner: Any) -> Any:
             os.environ[TUNE_SIGINT_OFF] = previous_env
 
 
-def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunRecord) -> int:
-    """Close the run record (the machine's speed, status, failures, end time, the held-out
-    figure), print the best trial, the failures and errors, and return the exit code."""
+def summarise(
+    sweep: Sweep,
+    args: argparse.Namespace,
+    results: Any,
+    record: RunRecord,
+    busy_at_start: tuple[float, float] | None = None,
+) -> int:
+    """Close the run record (the machine's speed and busy seconds, status, failures, end time,
+    the held-out figure), print the best trial, the failures and errors, and return the exit
+    code. ``busy_at_start``: the cores' busy seconds when the run started (/proc/stat)."""
     experiment = _experiment_dir(args)
     if not recovery.INTERRUPTED.is_set():
         try:
@@ -466,18 +499,28 @@ def summarise(sweep: Sweep, args: argparse.Namespace, results: Any, record: RunR
         except KeyboardInterrupt:  # a Ctrl-C while timing: noted in INTERRUPTED, as any other
             pass
     interrupted = recovery.INTERRUPTED.is_set()
+    cut = None if interrupted else budget.at_cut()  # stopped by its wall-clock cap
     errors = [] if results is None else [r for r in results if r.error is not None]
     failures = recovery.read_failures(experiment)
-    outcome.close_record(args, record, results, errors, failures, interrupted)
+    outcome.close_record(args, record, results, errors, failures, interrupted, cut)
     judged = _judged_by(sweep, args)
     best, held_out = outcome.pick_best(args, results, judged, record, interrupted)
+    busy_now = cpu_time.read_machine(cpu_time.affinity())
+    if busy_at_start is not None and busy_now is not None:  # this run's, added to the runs before
+        before = record.machine.busy_s or 0.0
+        record.machine.busy_s = round(before + busy_now[0] - busy_at_start[0], 2)
     record.write(storage.join(experiment, RECORD_FILE))
 
     print()
     if results is None or len(results) == 0:
         print(f"[sweep] no results; sweep folder: {experiment}")
         return 130 if interrupted else 1
+    if cut is not None:  # said first, and the command that finishes the same search
+        print(f"[sweep] {cut.line()}")
+        print(f"[sweep] finish the same search with: {cut.resume_command(sweep.name, experiment)}")
     outcome.print_outcome(experiment, results, errors, failures, best, held_out, record, judged)
+    if cut is not None:
+        print(f"[sweep] cut short: {cut.resume_command(sweep.name, experiment)} finishes it")
     stop_key = _stop_key(sweep, args)  # --as-test: the confirmed target where it is one
     return outcome.exit_code(sweep.name, experiment, args, results, errors, interrupted, stop_key)
 

@@ -43,6 +43,26 @@ class Scaling:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """What the sweep's default search took where it was measured (a run of record): the plan's
+    prediction for another machine (``sweeps/harness/budget.py``) scales it by the machine's
+    speed and cores.
+
+    ``wall_s``: the sweep's wall-clock, start to summary; ``busy_s``: the CPU seconds the machine
+    spent busy over it, all processes (``/proc/stat`` on the run's cores: run.json's
+    ``machine.busy_s``); ``raw_env_rate``: the machine's raw env rate at its start
+    (``sweeps/harness/machine_speed.py``); ``cores``: the cores it ran on; ``work``: the flags
+    that set the work (trials, env steps, ASHA's rungs, runners), as run; ``source``: the run."""
+
+    wall_s: float
+    busy_s: float
+    raw_env_rate: float
+    cores: int
+    work: dict[str, Any]
+    source: str
+
+
+@dataclass(frozen=True)
 class Sweep:
     """What differs between sweeps. ``defaults`` and ``smoke`` override the shared flags."""
 
@@ -64,6 +84,9 @@ class Sweep:
     extra_metrics: tuple[keys.Key, ...] = ()
     # How the recipe goes to more env runners (None: nothing changes but the runner count).
     scaling: Scaling | None = None
+    # The default search's measured cost per cab variant ("" for a sweep without variants):
+    # the plan predicts the search's wall-clock on this machine from it.
+    costs: dict[str, Cost] = field(default_factory=dict)
 
     @property
     def env(self) -> str:
