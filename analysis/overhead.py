@@ -14,8 +14,11 @@ wall-clock (``run.json``: ``started_at`` to ``ended_at``) splits into:
   its first iteration's start to its last iteration's end, less its iterations);
 - **between trials**: one trial's tear-down and the next one's start-up (its trial actor, env
   runners, replay shards built), the gaps where no trial iterated;
-- **after the last trial**: the held-out re-evaluation of the best trials, the machine's speed at
-  the end, the summary.
+- **after the last trial**: stopping, the machine's speed at the end (the run record's end; the
+  held-out re-evaluation of the best trials and the summary follow it).
+
+A resumed sweep's pauses between its runs are taken out (each resume records where the run
+before it ended).
 
 Tune's ``timestamp`` has a resolution of one second, so a trial's span is good to about a second
 and the pieces to about a second per trial; trials that overlap (``--max-concurrent-trials``
@@ -49,7 +52,7 @@ PIECES = (
     ("iter_other", "iterations: the rest (target checks, bookkeeping)"),
     ("within", "within trials, between iterations (checkpoints, Tune's loop)"),
     ("between", "between trials (tear-down, start-up)"),
-    ("after", "after the last trial (held-out re-evaluation, summary)"),
+    ("after", "after the last trial (stopping, the machine's speed at the end)"),
 )
 
 
@@ -64,6 +67,7 @@ class Breakdown:
     pieces: dict[str, float] = field(default_factory=dict)
     overlapping: bool = False
     record: RunRecord | None = None
+    pause_unknown: bool = False  # resumed before resumes recorded where the run before ended
 
     @property
     def ratio(self) -> float:
@@ -135,7 +139,23 @@ def breakdown(folder: Path) -> Breakdown:
         "between": gaps,
         "after": max(end - reach, 0.0),
     }
-    return Breakdown(folder.name, end - start, len(spans), iterating, pieces, overlapping, record)
+    # A resumed sweep: the pauses between its runs are no one's (each resume records where the
+    # run before it ended); taken out of the piece they fall in.
+    wall, unknown = end - start, False
+    for resume in record.resumes or []:
+        ended, again = _seconds(resume.get("previous_ended_at")), _seconds(resume.get("at"))
+        if ended is None or again is None:
+            unknown = True
+            continue
+        pause = max(again - ended, 0.0)
+        wall -= pause
+        middle = (ended + again) / 2
+        inside = any(b <= middle <= e for b, e in spans)
+        piece = "within" if inside else "between" if middle < reach else "after"
+        pieces[piece] = max(pieces[piece] - pause, 0.0)
+    breakdown = Breakdown(folder.name, wall, len(spans), iterating, pieces, overlapping, record)
+    breakdown.pause_unknown = unknown
+    return breakdown
 
 
 def render(sweeps: list[Breakdown], command: str, generated_on: str) -> str:
@@ -181,6 +201,13 @@ def render(sweeps: list[Breakdown], command: str, generated_on: str) -> str:
         "",
         *[f"- {b.name}: `{b.record.command}`" for b in sweeps],
     ]
+    if any(b.pause_unknown for b in sweeps):
+        names = ", ".join(b.name for b in sweeps if b.pause_unknown)
+        lines += [
+            "",
+            f"Resumed before its record kept where each run ended: {names}; its wall-clock "
+            "includes the pause between its runs.",
+        ]
     if any(b.overlapping for b in sweeps):
         names = ", ".join(b.name for b in sweeps if b.overlapping)
         lines += ["", f"Trials overlapped in {names}: the gaps are the times when none iterated."]

@@ -326,3 +326,14 @@ def test_plan_says_the_work_and_raises_the_default_cap_on_a_slower_machine():
     assert unknown.time_budget_s == default
     bench = _args(sweep, "--benchmark-seeds", "2")
     assert budget.plan_lines(sweep, bench, 900_000.0, 2) == []
+
+
+def test_two_trials_at_once_are_the_searchs_not_a_benchmarks():
+    from sweeps import apex_cabs
+
+    assert _args(apex_cabs.SWEEP).max_concurrent_trials == 2  # the main job's search
+    assert _args(apex_cabs.SWEEP, "--variant", "requests").max_concurrent_trials == 1
+    # A benchmark's seeds are records: one at a time where the cores hold one, unless asked.
+    assert _args(apex_cabs.SWEEP, "--benchmark-seeds", "3").max_concurrent_trials == 0
+    asked = ("--benchmark-seeds", "3", "--max-concurrent-trials", "2")
+    assert _args(apex_cabs.SWEEP, *asked).max_concurrent_trials == 2

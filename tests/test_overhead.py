@@ -82,3 +82,14 @@ def test_not_a_sweep_folder_is_one_error(tmp_path, capsys):
     assert main(["overhead", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
     assert "not a sweep folder" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_resumed_sweeps_pause_is_no_ones(tmp_path):
+    folder = _sweep(tmp_path)
+    record = RunRecord.read(str(folder / "run.json"))
+    # Cut after trial a (at 16), resumed at 19: three seconds of pause between the trials.
+    record.resumes = [{"at": _iso(T0 + 19), "previous_ended_at": _iso(T0 + 16)}]
+    record.write(str(folder / "run.json"))
+    b = overhead.breakdown(folder)
+    assert b.wall_s == 37.0 and b.pieces["between"] == 2.0
+    assert sum(b.pieces.values()) == pytest.approx(b.wall_s)

@@ -236,7 +236,8 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     s.add_argument(
         "--max-concurrent-trials",
         type=count(0),
-        help="trials running at once (0: as many as the cluster's resources hold)",
+        help="trials running at once (0: as many as the cluster's resources hold; more than its "
+        "CPUs hold, on the sweep's own Ray: it declares the CPUs they ask for, on purpose)",
     )
     s.add_argument("--search", choices=["optuna", "random"], help="Optuna TPE or random sampling")
     s.add_argument("--scheduler", choices=["asha", "fifo"], help="ASHA early stopping or none")
@@ -487,6 +488,10 @@ def parse_args(
         args.confirm_episodes = sweep.workload.episodes_to_confirm(args)
     # The cap's default comes from the plan's prediction where none is given (budget.py)
     args.cap_from_plan = "time_budget_s" not in _explicit_flags(parser, argv)
+    if args.benchmark_seeds and "max_concurrent_trials" not in _explicit_flags(parser, argv):
+        # A sweep's trials at once are its search's: a benchmark's seeds run one at a time where
+        # the cores hold one (their times are the records), unless asked
+        args.max_concurrent_trials = SHARED_DEFAULTS["max_concurrent_trials"]
     if args.benchmark_seeds and "time_budget_s" not in _explicit_flags(parser, argv):
         # The sweep's default budget is its search's: a benchmark runs every seed to its stop
         # (a 900 s budget cut the third seed of a 600 s benchmark).

@@ -155,6 +155,8 @@ def resumed_record(record_path: str, args, raw_env_steps_per_s: float | None = N
         "at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "argv": args.argv,
         "previous_status": record.status,
+        # where the run before ended (its wall-clock: the pause between runs is no one's)
+        "previous_ended_at": record.ended_at,
         "git_commit": git_commit(),
         "git_dirty": git_dirty(),
     }

@@ -335,6 +335,8 @@ class ProgressCallback(Callback):
         ]
         if n.get("stopped by the time budget"):
             parts.append(f"{n['stopped by the time budget']} stopped by the time budget")
+        if n.get(Trial.TERMINATED):  # ended in a run before this resume: no outcome seen here
+            parts.append(f"{n[Trial.TERMINATED]} ended before the resume")
         parts += [
             f"{n.get(Trial.RUNNING, 0)} running",
             f"{n.get(Trial.ERROR, 0)} errored",

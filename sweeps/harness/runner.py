@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import math
 import os
 import shlex
 import sys
@@ -202,6 +203,11 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
     address = args.address or os.environ.get("RAY_ADDRESS") or "local"
     num_cpus = getattr(args, "num_cpus", None) if address == "local" else None
     if not ray.is_initialized():
+        if address == "local" and num_cpus is None and args.max_concurrent_trials > 1:
+            # More trials at once than the cores hold (the main job's two on 2 cores: one
+            # trial's start-up runs beside the other's training): its own Ray declares them.
+            wanted = math.ceil(args.max_concurrent_trials * cpu_time.trial_cpus(config))
+            num_cpus = wanted if wanted > cpu_time.cores() else None
         if num_cpus is not None and num_cpus > cpu_time.cores():
             # More CPUs declared than cores (on purpose): Ray's processes inherit this, and every
             # process of a trial runs one thread (sweeps/harness/callbacks.py).

@@ -57,7 +57,6 @@ class Gym(Workload):
         ALE id takes Pong's recipe (ale-py's C++ vector env, 42x42 frames, RLlib's small Atari
         net, rewards clipped for training). Greedy evaluation plays its ``--eval-episodes`` side
         by side in one vector env (one forward pass for all of them, not one per episode)."""
-        from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
         from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
         from envs.gym import resolve
@@ -70,11 +69,6 @@ class Gym(Workload):
 
         env = resolve(args.env, args.env_config)
         config = common(config, args).environment(args.env, env_config=dict(args.env_config))
-        config.evaluation(
-            evaluation_config=AlgorithmConfig.overrides(
-                explore=False, num_envs_per_env_runner=args.eval_episodes
-            )
-        )
         if env.kind == "atari":
             from envs.pong import PONG_DEFAULTS as ENV_DEFAULTS
 

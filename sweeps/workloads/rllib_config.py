@@ -35,7 +35,12 @@ def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig
             evaluation_duration=args.eval_episodes,
             evaluation_duration_unit="episodes",
             evaluation_num_env_runners=0,
-            evaluation_config=AlgorithmConfig.overrides(explore=False, num_envs_per_env_runner=1),
+            # The episodes side by side in one vector env: one batched forward pass a step (on
+            # cabs, five month-long episodes played one after another took a quarter of the
+            # main job's wall-clock: results/cabs/OVERHEAD.md)
+            evaluation_config=AlgorithmConfig.overrides(
+                explore=False, num_envs_per_env_runner=args.eval_episodes
+            ),
         )
         .callbacks(SuiteCallbacks)
         # An env runner that dies is restarted (a trial that fails is retried by Tune from its
