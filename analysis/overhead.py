@@ -210,7 +210,12 @@ def render(sweeps: list[Breakdown], command: str, generated_on: str) -> str:
         ]
     if any(b.overlapping for b in sweeps):
         names = ", ".join(b.name for b in sweeps if b.overlapping)
-        lines += ["", f"Trials overlapped in {names}: the gaps are the times when none iterated."]
+        lines += [
+            "",
+            f"Trials ran at once in {names}: the iteration and within-trial pieces are summed "
+            "over the trials, so there they add up to more than the wall-clock, and the gaps "
+            "between trials are the times when none iterated.",
+        ]
     return "\n".join(lines) + "\n"
 
 
