@@ -325,6 +325,7 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
         lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
     lines += stability.stability_section(w)
     lines += sections.speedup_section(w)
+    lines += sections.speedup_section(w, library=True)
     lines += scaling.scaling_section(w, draw.scaling(w))
     savings = asha.asha_savings(w.runs)
     lines += sweep_sections.sweep_section(

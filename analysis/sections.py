@@ -27,7 +27,7 @@ from analysis.fmt import (
     is_missing,
     markdown_table,
 )
-from analysis.tables import CONFIRMED, SIGNAL_NAMES
+from analysis.tables import CONFIRMED, LIBRARY_NAME, SIGNAL_NAMES
 from analysis.tables import spread as spread_of
 from analysis.workload import Workload
 from sweeps.harness.files import HELD_OUT_SEED
@@ -165,9 +165,10 @@ def final_cells(c: pd.Series) -> dict[str, str]:
     }
 
 
-def speedup_cell(w: Workload, config: str, target: float) -> str:
-    """Speedup against the single-runner DQN at the primary signal and ``target``."""
-    s = w.speedup
+def speedup_cell(w: Workload, config: str, target: float, library: bool = False) -> str:
+    """Speedup against the single-runner DQN (``library``: against the library baseline) at
+    the primary signal and ``target``."""
+    s = w.library_speedup if library else w.speedup
     if s.empty:
         return DASH
     row = s[(s["config"] == config) & (s["signal"] == w.signal) & (s["target"] == target)]
@@ -394,16 +395,31 @@ def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
     return lines
 
 
-def speedup_section(w: Workload) -> list[str]:
-    title = f"### Speedup against single-runner DQN ({SIGNAL_NAMES[w.signal]})"
-    s = w.speedup
-    if w.baseline is None or s.empty:
+def speedup_section(w: Workload, library: bool = False) -> list[str]:
+    """Every configuration against the single-runner DQN, or (``library``) against the library a
+    user would pick instead (``Workload.library``: Stable-Baselines3's best; nothing where the
+    runs hold none)."""
+    if library:
+        if w.library is None:
+            return []
+        title = f"### Speedup against {LIBRARY_NAME} ({SIGNAL_NAMES[w.signal]})"
+        s, base = w.library_speedup, w.library
+        lead = (
+            f"Baseline: `{base}`, the library a user would pick instead (one process, one "
+            "thread, rl-zoo3's tuned hyperparameters where the zoo has the env: "
+            "`sweeps/baselines/`), its best configuration here. "
+        )
+    else:
+        title = f"### Speedup against single-runner DQN ({SIGNAL_NAMES[w.signal]})"
+        s, base = w.speedup, w.baseline
+        lead = f"Baseline: `{base}`. "
+    if base is None or s.empty:
         return [title, "", "No single-runner DQN configuration (1 env runner) in the runs.", ""]
     s = s[s["signal"] == w.signal]
     lines = [
         title,
         "",
-        f"Baseline: `{w.baseline}`. Speedup = baseline median time to target / configuration "
+        lead + "Speedup = baseline median time to target / configuration "
         "median time (training wall-clock); env-steps ratio = the same for env steps (> 1: "
         "fewer samples). Shown only where both reached the target on every seed, the same "
         "seeds: no ratio rests on a seed that missed. Intervals: 95% percentile bootstrap over "

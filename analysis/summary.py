@@ -62,6 +62,9 @@ def summary_section(
     if w.best.empty:
         why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
         return lines + [f"Nothing to compare: {why}.", ""] + _missed_note(w)
+    answer = library_verdict(w)
+    if answer:  # said first: is the suite worth it over the library a user would pick?
+        lines += [answer, ""]
     lines += [_how_judged(w), ""]
     lines += _reached_table(w)
     lines += _not_reached(w)
@@ -140,6 +143,8 @@ def _reached_table(w: Workload) -> list[str]:
     if w.confirmed:
         header[6:6] = [CROSSING_KM, CROSSING_STEPS_KM, CHECK]
     header += [f"{SPEEDUP} vs {baseline}"] if baseline else []
+    library = w.library
+    header += [f"{SPEEDUP} vs {library}"] if library else []
     rows = []
     for _, r in reached.iterrows():
         cells = {CONFIG: r["config"], **ttt_cells(r), **final_cells(configs.loc[r["config"]])}
@@ -147,6 +152,8 @@ def _reached_table(w: Workload) -> list[str]:
             cells.update(crossing_cells(w, r))
         cells[final] = cells[_final_value(w)]
         cells[f"{SPEEDUP} vs {baseline}"] = speedup_cell(w, r["config"], w.target)
+        if library:
+            cells[f"{SPEEDUP} vs {library}"] = speedup_cell(w, r["config"], w.target, True)
         rows.append([cells[h] for h in header])
     if not rows:
         return []
@@ -254,6 +261,59 @@ def verdict(w: Workload) -> str:
     elif w.baseline and (others.empty or others.iloc[0]["config"] != w.baseline):
         text += _against_baseline(w, win)
     return text + "."
+
+
+def library_verdict(w: Workload) -> str:
+    """One sentence: which is faster to the target, the suite's fastest configuration or the
+    library a user would pick instead (``Workload.library``), and whether the seeds can tell;
+    "" where the runs hold no library baseline."""
+    library = w.library
+    if library is None or w.best.empty:
+        return ""
+    target = w.label(w.target) + (" (confirmed)" if w.confirmed else "")
+    at = w.at(w.signal, w.target).set_index("config")
+    if library not in at.index:
+        return ""
+    lib = at.loc[library]
+    suite = w.best[~w.best["algo"].map(tables.is_library)]
+    lead = f"**Is Ray worth it here?** Against {tables.LIBRARY_NAME} (`{library}`)"
+    if suite.empty:
+        return f"{lead}: no configuration of the suite's four in these runs to compare."
+    ours = suite.iloc[0]
+
+    def said(r: pd.Series) -> str:
+        median = fmt_bounded(r["time_all_median_s"], r["time_all_lower_bound"], fmt_time)
+        return f"{r['config']} (median {median}, {r['reached']}/{r['seeds']} seeds)"
+
+    if ours["reached"] == 0 and lib["reached"] == 0:
+        return f"{lead}: neither it nor the suite's best reached {target}."
+    lib_row = lib.copy()
+    lib_row["config"] = library
+    missed = (ours["seeds"] - ours["reached"], lib_row["seeds"] - lib_row["reached"])
+    times = (float(ours["time_all_median_s"]), float(lib_row["time_all_median_s"]))
+    suite_first = (missed[0], times[0]) <= (missed[1], times[1])
+    faster, slower = (ours, lib_row) if suite_first else (lib_row, ours)
+    c = tables.compare(faster, slower)
+    ratio, p = c["ratio"], c["p"]
+    if not is_missing(ratio.value):
+        how = f"{fmt_estimate(ratio.value, ratio.low, ratio.high, fmt_ratio)} as fast as"
+        why = f"{how} the other"
+    else:
+        how = "faster than"
+        why = f"log-rank p = {p:.2g}" if not is_missing(p) else "one seed each: no interval"
+    if not c["separated"]:
+        return (
+            f"{lead}: the suite's fastest, {said(ours)}, and {said(lib_row)} can't be told "
+            f"apart on time to {target} ({why})."
+        )
+    if suite_first:
+        text = f"{lead}: **yes**, the suite's fastest, {said(ours)}, is {how} {said(lib_row)}"
+    else:
+        text = (
+            f"{lead}: **not on this machine**: {said(lib_row)} is {how} the suite's fastest, "
+            f"{said(ours)}"
+        )
+    return text + (f" ({why})." if is_missing(ratio.value) else f" to {target}.")
 
 
 def _against_next(

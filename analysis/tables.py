@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,9 @@ SIGNALS = {"return_mean": "training return", "greedy_return": "greedy evaluation
 CONFIRMED = "confirm_return"
 SIGNAL_NAMES = {**SIGNALS, CONFIRMED: "confirmed target"}
 BASELINE_ALGO = "dqn"
+# The single-process library a user would pick instead (sweeps/baselines/): Stable-Baselines3.
+LIBRARY_ALGOS = ("sb3-dqn", "sb3-ppo")
+LIBRARY_NAME = "Stable-Baselines3"
 
 
 def _final(series: pd.Series) -> float:
@@ -134,6 +138,8 @@ def best_trials(trials: pd.DataFrame) -> pd.DataFrame:
 def config_label(kind: str, algo: str, num_env_runners: float, experiment: str) -> str:
     if kind == "sweep":
         return f"{algo} · best of {experiment}"
+    if is_library(algo):  # a single-process baseline: no env runners to count
+        return f"{algo} · one process"
     n = "?" if pd.isna(num_env_runners) else int(num_env_runners)
     return f"{algo} · {n} runner{'' if n == 1 else 's'}"
 
@@ -456,6 +462,25 @@ def baseline_config(summary: pd.DataFrame) -> str | None:
     return str(dqn["config"].iloc[0])
 
 
+def library_config(summary: pd.DataFrame, signal: str, target: float) -> str | None:
+    """The library baseline's configuration a report compares against: of the Stable-Baselines3
+    configurations (``LIBRARY_ALGOS``), the one with most seeds reaching ``target`` at
+    ``signal``, then the fastest (median time, censored medians last); None without one."""
+    rows = summary[summary["algo"].isin(LIBRARY_ALGOS)]
+    rows = rows[(rows["signal"] == signal) & (rows["target"] == target)]
+    if rows.empty:
+        return None
+    rows = rows.assign(
+        _missed=rows["seeds"] - rows["reached"],
+        _time=pd.to_numeric(rows["time_all_median_s"], errors="coerce").fillna(math.inf),
+    )
+    return str(rows.sort_values(["_missed", "_time", "config"]).iloc[0]["config"])
+
+
+def is_library(algo: Any) -> bool:
+    return algo in LIBRARY_ALGOS
+
+
 def exact_ratio(reference: pd.Series, other: pd.Series) -> tuple[float, float, str]:
     """Speedup (reference median time / other median time), the same ratio of env steps, and
     "" -- or NaNs and why not. Only between two configurations that both reached the target on
@@ -504,13 +529,16 @@ def compare(faster: pd.Series, slower: pd.Series) -> dict:
     return {"ratio": ratio, "separated": bool(p < stats.ALPHA), "p": p, "seeds_needed": None}
 
 
-def speedup_vs_baseline(summary: pd.DataFrame) -> pd.DataFrame:
-    """Each configuration against the single-runner DQN baseline of its env/variant, per signal
-    and target (:func:`exact_ratio`): ``speedup`` > 1 is faster in training wall-clock,
+def speedup_vs_baseline(
+    summary: pd.DataFrame, base_of: Callable[[pd.DataFrame], str | None] | None = None
+) -> pd.DataFrame:
+    """Each configuration against the single-runner DQN baseline of its env/variant (or the
+    configuration ``base_of`` picks from an env/variant's summary: the library baseline), per
+    signal and target (:func:`exact_ratio`): ``speedup`` > 1 is faster in training wall-clock,
     ``steps_ratio`` > 1 needed fewer env steps; NaN with ``why`` where no ratio is shown."""
     rows = []
     for (env, variant), env_summary in summary.groupby(["env", "variant"], sort=False):
-        base = baseline_config(env_summary)
+        base = (base_of or baseline_config)(env_summary)
         if base is None:
             continue
         baseline = env_summary[env_summary["config"] == base].set_index(["signal", "target"])

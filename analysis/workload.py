@@ -121,6 +121,22 @@ class Workload:
     def baseline(self) -> str | None:
         return tables.baseline_config(self.ttt_summary) if len(self.ttt_summary) else None
 
+    @property
+    def library(self) -> str | None:
+        """The library a user would pick instead: its best configuration at the primary signal
+        and target (tables.library_config), or None where the runs hold none."""
+        if not len(self.ttt_summary) or math.isnan(self.target):
+            return None
+        return tables.library_config(self.ttt_summary, self.signal, self.target)
+
+    @cached_property
+    def library_speedup(self) -> pd.DataFrame:
+        """Every configuration against ``library`` (tables.speedup_vs_baseline)."""
+        library = self.library
+        if library is None:
+            return pd.DataFrame()
+        return tables.speedup_vs_baseline(self.ttt_summary, base_of=lambda _: library)
+
     def finals(self, signal: str) -> pd.Series:
         """config -> median over seeds of the final value of ``signal``."""
         if signal == tables.CONFIRMED:

@@ -270,6 +270,9 @@ ACTION_SPACES: dict[str, tuple[type, ...]] = {
     "apex": (gym.spaces.Discrete,),
     "impala": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
     "appo": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
+    # The single-process baselines (sweeps/baselines/): Stable-Baselines3's DQN and PPO
+    "sb3-dqn": (gym.spaces.Discrete,),
+    "sb3-ppo": (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box),
 }
 # Observation spaces RLlib's FlattenObservations turns into one vector (or an ALE frame stack).
 OBSERVATION_SPACES: tuple[type, ...] = (
@@ -280,7 +283,21 @@ OBSERVATION_SPACES: tuple[type, ...] = (
     gym.spaces.Dict,
     gym.spaces.Tuple,
 )
-NAMES = {"dqn": "DQN", "apex": "Ape-X", "impala": "IMPALA", "appo": "APPO"}
+NAMES = {
+    "dqn": "DQN",
+    "apex": "Ape-X",
+    "impala": "IMPALA",
+    "appo": "APPO",
+    "sb3-dqn": "SB3 DQN",
+    "sb3-ppo": "SB3 PPO",
+}
+# Observation spaces SB3's policies take (a Dict through its MultiInputPolicy; no Tuple).
+SB3_OBSERVATION_SPACES: tuple[type, ...] = (
+    gym.spaces.Box,
+    gym.spaces.Discrete,
+    gym.spaces.MultiDiscrete,
+    gym.spaces.MultiBinary,
+)
 
 
 def _fits(space: gym.Space, kinds: tuple[type, ...]) -> bool:
@@ -298,6 +315,15 @@ def check(algos: str | list[str], env: Any) -> None:
         raise ValueError(
             f"--env {env.name}: observation space {env.observation_space} cannot be fed to a "
             "network (Box, Discrete, MultiDiscrete, MultiBinary, or a Dict/Tuple of them)"
+        )
+    baselines = [a for a in algos if a.startswith("sb3-")]
+    space = env.observation_space
+    takes = not isinstance(space, gym.spaces.Tuple) and _fits(space, SB3_OBSERVATION_SPACES)
+    if baselines and not takes:
+        raise ValueError(
+            f"--env {env.name}: observation space {env.observation_space} is not one "
+            f"Stable-Baselines3's policies take (Box, Discrete, MultiDiscrete, MultiBinary, or a "
+            f"Dict of them); drop {','.join(baselines)} from --algos"
         )
     refused = [a for a in algos if not isinstance(env.action_space, ACTION_SPACES[a])]
     if not refused:

@@ -18,6 +18,12 @@ How to run
     python -m sweeps.benchmark --env my_pkg.envs:MyEnv --env-config '{"size": 8}' --target 0.9
     python -m sweeps.benchmark --env CartPole-v1 --algos dqn,apex,impala,appo --benchmark-seeds 3 \\
         --stop-train-time-s 60 --name cartpole --out results/cartpole    # results/cartpole
+    python -m sweeps.benchmark --env CartPole-v1 --algos sb3-dqn,sb3-ppo,appo   # beside SB3
+
+``--algos`` takes the single-process baselines too: ``sb3-dqn`` and ``sb3-ppo`` are
+Stable-Baselines3's DQN and PPO with rl-zoo3's tuned hyperparameters where the zoo has the env
+(``sweeps/baselines/``), judged as the four are; the report's speedups are then also against the
+fastest of them.
 
 ``--env`` is a named workload (``cabs``, ``pong``) or any other Gymnasium env: a registered id or
 an entry point ``package.module:Name``, with ``--env-config`` and ``--target``, run by the generic
@@ -75,6 +81,9 @@ from sweeps.harness.record import RECORD_FILE, RunRecord, jsonable
 from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
+# The single-process baselines a user would pick instead (sweeps/baselines/): one process, no
+# env runners, so one configuration each whatever --num-env-runners says.
+BASELINES = ("sb3-dqn", "sb3-ppo")
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
 # failed configuration again); a "running" or "interrupted" one did not.
 REUSABLE = ("finished", "failed")
@@ -97,9 +106,11 @@ def _int_list(text: str) -> list[int]:
 
 def _algo_list(text: str) -> list[str]:
     algos = [a.strip() for a in text.split(",") if a.strip()]
-    unknown = sorted(set(algos) - set(ALGOS))
+    unknown = sorted(set(algos) - set(ALGOS) - set(BASELINES))
     if not algos or unknown:
-        raise argparse.ArgumentTypeError(f"unknown algorithm(s) {unknown}; choose from {ALGOS}")
+        raise argparse.ArgumentTypeError(
+            f"unknown algorithm(s) {unknown}; choose from {(*ALGOS, *BASELINES)}"
+        )
     return list(dict.fromkeys(algos))
 
 
@@ -143,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--algos",
         type=_algo_list,
         default=list(ALGOS),
-        help=f"comma-separated (default: {','.join(ALGOS)})",
+        help=f"comma-separated, of {','.join(ALGOS)} and the single-process baselines "
+        f"{','.join(BASELINES)} (Stable-Baselines3 with rl-zoo3's tuned hyperparameters, "
+        f"sweeps/baselines/) (default: {','.join(ALGOS)})",
     )
     p.add_argument(
         "--benchmark-seeds",
@@ -271,9 +284,15 @@ def _check_env(args: argparse.Namespace) -> None:
     """The workload of ``--env`` (``sweeps.workloads.for_env``) and its flags; for a
     Gymnasium env, the env itself against every algorithm asked for (built once, before anything
     runs): a UsageError (one line) else."""
+    import importlib.util
+
     from sweeps.workloads import for_env
 
     args.workload = for_env(args.env)
+    for algo in [a for a in args.algos if a in BASELINES]:
+        module = args.workload.sweep_module(algo.replace("-", "_"))
+        if importlib.util.find_spec(module) is None:
+            raise UsageError(f"--algos {algo}: the baseline has no sweep for --env {args.env} yet")
     try:
         args.workload.add_benchmark_arguments(args, args.algos)
     except ValueError as e:
@@ -319,7 +338,8 @@ def plan(args: argparse.Namespace) -> list[Run]:
     """Every (algorithm, env-runner count), in order, with the sweep flags that run it."""
     runs = []
     for algo in args.algos:
-        for runners in args.num_env_runners or [None]:
+        baseline = algo in BASELINES  # one process: no runner counts
+        for runners in [None] if baseline else args.num_env_runners or [None]:
             # The benchmark's name leads: a report over several benchmarks names each run apart.
             name = f"{args.name}-{algo}" + ("" if runners is None else f"-r{runners}")
             stop_reward = _stop_reward(args)
@@ -340,8 +360,9 @@ def plan(args: argparse.Namespace) -> list[Run]:
             if args.confirm_episodes is not None:
                 flags += ["--confirm-episodes", str(args.confirm_episodes)]
             flags += ["--storage-path", str(args.folder), "--name", name]
-            module = args.workload.sweep_module(algo)
-            sweep = f"{algo}_{args.workload.name}"
+            stem = algo.replace("-", "_")  # sb3-dqn: sweeps/sb3_dqn_<env>.py
+            module = args.workload.sweep_module(stem)
+            sweep = f"{stem}_{args.workload.name}"
             runs.append(Run(sweep, module, args.folder / name, tuple(flags)))
     return runs
 

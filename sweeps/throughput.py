@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps.benchmark import ALGOS, _algo_list, _int_list
+from sweeps.benchmark import ALGOS, BASELINES, _algo_list, _int_list
 from sweeps.harness import keys
 from sweeps.harness.cli import apply_settings, count, positive_float, setting
 from sweeps.harness.errors import OneLineErrorParser, UsageError
@@ -41,6 +41,18 @@ from sweeps.harness.files import atomic_write_text, check_writable
 from sweeps.harness.machine_speed import raw_env_rate
 from sweeps.perf import perf_report
 from sweeps.workloads import NAMED
+
+
+def _rllib_algos(text: str) -> list[str]:
+    """The four's names; a baseline is refused (its updates/s are in its benchmark results)."""
+    algos = _algo_list(text)
+    baselines = [a for a in algos if a in BASELINES]
+    if baselines:
+        raise argparse.ArgumentTypeError(
+            f"{','.join(baselines)}: this benchmark measures RLlib's algorithms; a baseline's "
+            "env steps/s and updates/s are in its runs' results (python -m sweeps.benchmark)"
+        )
+    return algos
 
 
 def build_parser(
@@ -56,7 +68,7 @@ def build_parser(
     p.add_argument("--env", choices=sorted(NAMED), default="cabs", help="workload")
     p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
     p.add_argument(
-        "--algos", type=_algo_list, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
+        "--algos", type=_rllib_algos, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
     )
     p.add_argument(
         "--seconds", type=positive_float, default=60.0, help="measured wall-clock per algorithm"

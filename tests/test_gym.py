@@ -198,8 +198,8 @@ BAD_BENCHMARK_INPUT = {
     "unknown id": (["--env", "Acrobat-v1"], "did you mean Acrobot-v1"),
     "continuous actions": (
         ["--env", "Pendulum-v1"],
-        "DQN and Ape-X need Discrete actions; algorithms that fit: IMPALA, APPO (--algos "
-        "impala,appo)",
+        "DQN and Ape-X need Discrete actions; algorithms that fit: IMPALA, APPO, SB3 PPO "
+        "(--algos impala,appo,sb3-ppo)",
     ),
     "a variant flag": (["--env", "CartPole-v1", "--variant", "base"], "has no variants"),
     "env-config on a named workload": (

@@ -22,7 +22,14 @@ SWEEPS = list(listed_sweeps())  # every sweeps/<algo>_<env>.py, as `python -m sw
 # Smoke runs: every sweep, except that of the generic sweeps only DQN and IMPALA run here (on
 # CartPole-v1, their default env); Ape-X and APPO run on an env of the tests' own, by entry point,
 # through the benchmark (tests/test_gym.py), which saves two Ray runs.
-SMOKED = [name for name in SWEEPS if name not in ("apex_gym", "appo_gym")]
+# The baselines (sweeps/sb3_*.py) search nothing: their benchmark mode runs in
+# tests/test_baselines.py.
+SMOKED = [
+    name
+    for name in SWEEPS
+    if name not in ("apex_gym", "appo_gym")
+    and not importlib.import_module(f"sweeps.{name}").SWEEP.no_search
+]
 
 
 def _run(name: str, tmp_path: Path, *argv: str) -> tuple[int, Path]:

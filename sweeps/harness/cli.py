@@ -151,7 +151,12 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
         if key == "model_config":
             _merge_model_config(config, value)
             continue
-        if key.startswith("_") or not hasattr(config, key) or callable(getattr(config, key)):
+        if hasattr(config, "has_setting"):  # a baseline's (sweeps/baselines/config.py)
+            known = config.has_setting(key)
+        else:
+            known = not key.startswith("_") and hasattr(config, key)
+            known = known and not callable(getattr(config, key))
+        if not known:
             raise UsageError(f"--set {key}=...: {type(config).__name__} has no setting {key!r}")
         try:
             config.update_from_dict({key: value})

@@ -275,7 +275,10 @@ class Accounting:
     ``start(algorithm)`` once the trial is built (its processes exist), ``advance(metrics)`` with
     each result: returns the ``Summary`` so far, or None where nothing can be read."""
 
-    def __init__(self) -> None:
+    def __init__(self, discover_processes: Any = None) -> None:
+        # algorithm -> ({slot: pid}, processes elsewhere); RLlib's processes by default (a
+        # single-process baseline: its own, sweeps/baselines/trainable.py)
+        self._discover = discover_processes or discover
         self._slots: dict[str, int] = {}
         self._last: dict[str, tuple[int, Reading]] = {}  # slot -> (pid, reading)
         self._machine: tuple[float, float] | None = None
@@ -301,7 +304,7 @@ class Accounting:
 
     def _find(self) -> None:
         try:
-            self._slots, self._unmeasured = discover(self._algorithm)
+            self._slots, self._unmeasured = self._discover(self._algorithm)
         except Exception:  # a runner lost while asked: the rest next time
             self._slots = {"driver": os.getpid()}
             self._stale = True

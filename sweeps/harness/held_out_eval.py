@@ -41,6 +41,12 @@ def last_checkpoint(trial_dir: Path) -> Path | None:
 
 
 def load_module(checkpoint: Path) -> Any:
+    """The policy a trial's checkpoint holds: its RLModule, or a single-process baseline's
+    policy (``sweeps/baselines/policy.py``: it acts by ``greedy``/``sampled``, as below)."""
+    from sweeps.baselines.policy import BaselinePolicy
+
+    if BaselinePolicy.holds(checkpoint):
+        return BaselinePolicy.load(checkpoint)
     from ray.rllib.core import (
         COMPONENT_LEARNER,
         COMPONENT_LEARNER_GROUP,
@@ -54,7 +60,10 @@ def load_module(checkpoint: Path) -> Any:
 
 
 def greedy_actions(module: Any, obs: Any) -> np.ndarray:
-    """The module's greedy action for each observation of a batch."""
+    """The module's greedy action for each observation of a batch (a baseline's policy: its
+    own ``greedy``)."""
+    if hasattr(module, "greedy"):
+        return module.greedy(obs)
     import torch
     from ray.rllib.core.columns import Columns
     from ray.rllib.utils.torch_utils import convert_to_torch_tensor
@@ -75,7 +84,10 @@ def greedy_actions(module: Any, obs: Any) -> np.ndarray:
 def sampled_actions(module: Any, obs: Any) -> np.ndarray | None:
     """Actions drawn from the module's action distribution, as its env runners act in training
     (IMPALA, APPO, PPO); None for a module that acts by Q-values (DQN, Ape-X: its policy is the
-    greedy one, its training exploration is ε-greedy). Draws from torch's generator."""
+    greedy one, its training exploration is ε-greedy). Draws from torch's generator. A
+    baseline's policy: its own ``sampled``."""
+    if hasattr(module, "sampled"):
+        return module.sampled(obs)
     import torch
     from ray.rllib.core.columns import Columns
     from ray.rllib.utils.torch_utils import convert_to_torch_tensor
@@ -151,8 +163,11 @@ def play(
         autoreset_mode=gym.vector.AutoresetMode.NEXT_STEP,
     )
     act = sampled_actions if sampled else greedy_actions
-    inputs = module_inputs(vector_env.single_observation_space, _frames(env_id))
-    to_env = env_actions(vector_env.single_action_space)
+    if getattr(module, "takes_env_io", False):  # a baseline's policy: the env's own spaces
+        inputs, to_env = (lambda obs: obs), (lambda actions: actions)
+    else:
+        inputs = module_inputs(vector_env.single_observation_space, _frames(env_id))
+        to_env = env_actions(vector_env.single_action_space)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])

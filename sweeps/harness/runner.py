@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sweeps.baselines.config import is_rllib
 from sweeps.harness import (
     budget,
     confirm,
@@ -120,6 +121,8 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
     with recovery.stop_signals_noted():  # Ctrl-C/SIGTERM, from here to the end: an interruption
         try:
             args, config = parse(sweep, argv)
+            if sweep.no_search and not args.benchmark_seeds and not args.resume:
+                raise UsageError(f"{sweep.name} has no search: {sweep.no_search}")
             # The machine's speed before Ray starts its processes (they share the cores)
             speed = None if args.dry_run else _machine_speed(sweep, args, "start")
             busy_at_start = cpu_time.read_machine(cpu_time.affinity())
@@ -166,7 +169,10 @@ def parse(
     # at each crossing, and the target counts only where they reach it (harness/confirm.py)
     from sweeps.harness.callbacks import with_confirmation
 
-    with_confirmation(config, _confirmation(sweep, args))
+    if is_rllib(config):
+        with_confirmation(config, _confirmation(sweep, args))
+    else:  # a single-process baseline's trial confirms its own (sweeps/baselines/)
+        config.with_confirmation(_confirmation(sweep, args))
     if args.iteration_s is not None:  # same iteration length (time resolution) for every algo
         config.reporting(
             min_time_s_per_iteration=args.iteration_s, min_sample_timesteps_per_iteration=0
@@ -233,7 +239,8 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
     register_envs(*sweep.workload.env_names(args))
     # GPU learner when the cluster has a GPU, env runners on CPU workers, placement strategy,
     # CPU fallback for a GPU node without CUDA (sweeps/harness/placement.py, sweeps/harness/gpu.py).
-    configure_placement(config, args, ray.cluster_resources())
+    if is_rllib(config):  # (a baseline's trial is one CPU bundle: nothing of RLlib's to place)
+        configure_placement(config, args, ray.cluster_resources())
     placement = make_plan(config.algo_class, config, args.max_concurrent_trials)
     print(placement.describe(args.benchmark_seeds or args.num_samples), flush=True)
     scaled = scaling_line(sweep, args)

@@ -87,6 +87,9 @@ class Sweep:
     # The default search's measured cost per cab variant ("" for a sweep without variants):
     # the plan predicts the search's wall-clock on this machine from it.
     costs: dict[str, Cost] = field(default_factory=dict)
+    # Why the sweep has no search of its own (its tuned defaults run in benchmark mode only:
+    # --benchmark-seeds N), or "" where it searches ``sample_params``.
+    no_search: str = ""
 
     @property
     def env(self) -> str:

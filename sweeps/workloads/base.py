@@ -63,7 +63,23 @@ class Workload:
         """The RLlib config fragment: env, env runners, model, evaluation, callbacks."""
         raise NotImplementedError(f"{self.name}: no configure()")
 
+    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+        """The env id and config, as ``envs.make`` builds one env of it (RLlib's runners and a
+        single-process baseline alike)."""
+        raise NotImplementedError(f"{self.name}: no env_spec()")
+
     # --- what a run is judged by, and records -----------------------------------------------
+
+    def atari(self, args: argparse.Namespace) -> bool:
+        """Whether the env is an Atari game, preprocessed by the suite's Atari factory
+        (``envs/pong.py``: frame skip, 42x42 frames, the frame stack)."""
+        return False
+
+    def action_mask(self, args: argparse.Namespace) -> tuple[int, int] | None:
+        """Where the observation carries a 0/1 mask of the available actions, its slice
+        ``(start, stop)`` (a baseline with masking, sb3-contrib's MaskablePPO, reads it there);
+        None: every action is available."""
+        return None
 
     def targets(self, args: argparse.Namespace) -> list[float]:
         """The returns whose time-to-reward the report shows (ascending; may be empty)."""

@@ -49,19 +49,34 @@ class Cabs(Workload):
         from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
         from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-        from envs import env_id_for
-        from envs.cabs import validate_env_config
         from sweeps.workloads.rllib_config import common
 
         requests = args.variant == "requests"
-        env_config = validate_env_config({"tm_seed": args.tm_seed, "requests": requests})
-        config = common(config, args).environment(env_id_for(args.variant), env_config=env_config)
+        env_id, env_config = self.env_spec(args)
+        config = common(config, args).environment(env_id, env_config=env_config)
         model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
         if requests and masked_module is not None:
             return config.rl_module(
                 rl_module_spec=RLModuleSpec(module_class=masked_module, model_config=model)
             )
         return config.rl_module(model_config=model)
+
+    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+        from envs import env_id_for
+        from envs.cabs import validate_env_config
+
+        requests = args.variant == "requests"
+        return env_id_for(args.variant), validate_env_config(
+            {"tm_seed": args.tm_seed, "requests": requests}
+        )
+
+    def action_mask(self, args: argparse.Namespace) -> tuple[int, int] | None:
+        """The request variant's observation ends in the mask of the available actions."""
+        if args.variant != "requests":
+            return None
+        from envs.cabs import MASK_START, NUM_ACTIONS
+
+        return MASK_START, MASK_START + NUM_ACTIONS
 
     def targets(self, args: argparse.Namespace) -> list[float]:
         from envs.optimum import targets

@@ -81,6 +81,14 @@ class Gym(Workload):
         model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
         return config.rl_module(model_config=model)
 
+    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+        return args.env, dict(args.env_config)
+
+    def atari(self, args: argparse.Namespace) -> bool:
+        from envs.gym import kind_of
+
+        return kind_of(args.env) == "atari"
+
     def targets(self, args: argparse.Namespace) -> list[float]:
         from envs.gym import targets
 

@@ -78,6 +78,16 @@ class Pong(Workload):
         dim = {**ENV_DEFAULTS, **(config.env_config or {})}["dim"]
         return atari_module(config, {**pong_model(dim), **model})
 
+    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+        """One game, its frames as bytes (as RLlib's runners get them: ``atari_module``)."""
+        from envs import PONG
+        from envs.pong import BYTE_FRAMES
+
+        return PONG, {"obs_dtype": BYTE_FRAMES}
+
+    def atari(self, args: argparse.Namespace) -> bool:
+        return True
+
     def targets(self, args: argparse.Namespace) -> list[float]:
         from envs.pong import TARGETS
 
