@@ -16,9 +16,8 @@ How to run
         --stop-train-time-s 3600 --num-env-runners 8                  # a GPU box
     python -m sweeps.benchmark --env Acrobot-v1 --algos dqn,apex,impala,appo   # any Gymnasium env
     python -m sweeps.benchmark --env my_pkg.envs:MyEnv --env-config '{"size": 8}' --target 0.9
-    python -m sweeps.benchmark --env CartPole-v1 --algos dqn,apex,impala,appo --benchmark-seeds 3 \\
-        --stop-train-time-s 60 --name cartpole --out results/cartpole    # results/cartpole
-    python -m sweeps.benchmark --env CartPole-v1 --algos sb3-dqn,sb3-ppo,appo   # beside SB3
+    python -m sweeps.benchmark --env CartPole-v1 --algos sb3-dqn,sb3-ppo,dqn,apex,impala,appo \\
+        --benchmark-seeds 3 --stop-train-time-s 60 --name cartpole-sb3   # results/cartpole
 
 ``--algos`` takes the single-process baselines too: ``sb3-dqn`` and ``sb3-ppo`` are
 Stable-Baselines3's DQN and PPO with rl-zoo3's tuned hyperparameters where the zoo has the env
