@@ -43,6 +43,7 @@ from ray import tune
 
 from sweeps.harness import confirm as confirm_target
 from sweeps.harness import cpu_time, keys
+from sweeps.harness.callbacks import suite_figures
 
 PERIODIC_SEED = 3_000_000  # greedy estimates' episodes: PERIODIC_SEED + 10,000 x seed + ...
 RETURN_WINDOW = 20  # training episodes in the training return (the suite's smoothing window)
@@ -285,20 +286,9 @@ class BaselineTrainable(tune.Trainable):
         trained = self._trained_steps()
         recent = list(self.returns)
         training_return = self._training_return()
-        suite: dict[str, Any] = {
-            keys.ENV_STEPS[-1]: env_steps,
-            keys.TRAIN_TIME_S[-1]: train_time,
-            keys.ENV_STEPS_PER_S[-1]: env_steps / train_time,
-            keys.LEARNER_STEPS_PER_S[-1]: trained / train_time,
-            keys.GREEDY_RETURN[-1]: self.greedy_return,
-            keys.LOSS[-1]: math.nan,
-        }
-        if cpu is not None and cpu.wall_s > 0:
-            suite[keys.CPU[-1]] = cpu.figures()
-            suite[keys.PREDICTED_TRAIN_TIME_S[-1]] = train_time * cpu.predicted_factor
-        if self.optimum:
-            suite[keys.OPTIMUM[-1]] = self.optimum
-            suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * self.greedy_return / self.optimum
+        suite = suite_figures(
+            env_steps, train_time, trained, self.greedy_return, math.nan, cpu, self.optimum
+        )
         result: dict[str, Any] = {
             keys.ENV_RUNNER_RESULTS: {
                 keys.RETURN_MEAN[-1]: training_return,

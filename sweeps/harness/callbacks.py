@@ -239,21 +239,9 @@ class SuiteCallbacks(RLlibCallback):
         # the first episode ended.
         keys.set_default(result, keys.RETURN_MEAN, math.nan)
 
-        suite = {
-            keys.ENV_STEPS[-1]: env_steps,
-            keys.TRAIN_TIME_S[-1]: train_time,
-            keys.EVAL_TIME_S[-1]: eval_time,
-            keys.ENV_STEPS_PER_S[-1]: env_steps / train_time,
-            keys.LEARNER_STEPS_PER_S[-1]: trained / train_time,
-            keys.GREEDY_RETURN[-1]: self._greedy_return,
-            keys.LOSS[-1]: loss,
-        }
-        if cpu is not None and cpu.wall_s > 0:
-            suite[keys.CPU[-1]] = cpu.figures()
-            suite[keys.PREDICTED_TRAIN_TIME_S[-1]] = train_time * cpu.predicted_factor
-        if self._optimum:
-            suite[keys.OPTIMUM[-1]] = self._optimum
-            suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * self._greedy_return / self._optimum
+        suite = suite_figures(
+            env_steps, train_time, trained, self._greedy_return, loss, cpu, self._optimum, eval_time
+        )
         result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')
         if self._confirm is not None:
             suite.update(self._check_target(algorithm, metrics_logger, result, train_time))
@@ -274,6 +262,38 @@ class SuiteCallbacks(RLlibCallback):
             self._eval_time_s += seconds
             self._cpu.restart_clock()
         return figures
+
+
+def suite_figures(
+    env_steps: float,
+    train_time: float,
+    trained: float,
+    greedy: float,
+    loss: float,
+    cpu: cpu_time.Summary | None,
+    optimum: float | None,
+    eval_time: float = math.nan,
+) -> dict[str, Any]:
+    """What a training result carries under ``suite`` (an RLlib algorithm's, from the callbacks
+    above, and a single-process baseline's, ``sweeps/baselines/trainable.py``): the counters and
+    rates over the training clock, the greedy return, the CPU figures and what they predict, and
+    % of the optimum where the env has one."""
+    suite: dict[str, Any] = {
+        keys.ENV_STEPS[-1]: env_steps,
+        keys.TRAIN_TIME_S[-1]: train_time,
+        keys.EVAL_TIME_S[-1]: eval_time,  # (a baseline sets it after its checks)
+        keys.ENV_STEPS_PER_S[-1]: env_steps / train_time,
+        keys.LEARNER_STEPS_PER_S[-1]: trained / train_time,
+        keys.GREEDY_RETURN[-1]: greedy,
+        keys.LOSS[-1]: loss,
+    }
+    if cpu is not None and cpu.wall_s > 0:
+        suite[keys.CPU[-1]] = cpu.figures()
+        suite[keys.PREDICTED_TRAIN_TIME_S[-1]] = train_time * cpu.predicted_factor
+    if optimum:
+        suite[keys.OPTIMUM[-1]] = optimum
+        suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * greedy / optimum
+    return suite
 
 
 def with_confirmation(config: Any, spec: confirm_target.Spec | None) -> Any:
