@@ -232,6 +232,8 @@ def test_a_checkpoint_restores_the_model_and_its_clocks(tmp_path, monkeypatch):
     finally:
         again.stop()
     assert keys.get(second, keys.TRAIN_TIME_S) > keys.get(first, keys.TRAIN_TIME_S)
+    episodes = keys.get(first, keys.EPISODES_LIFETIME)
+    assert keys.get(second, keys.EPISODES_LIFETIME) >= episodes > 0  # counted on, not anew
     assert keys.get(second, keys.ENV_STEPS) > steps
 
 

@@ -164,6 +164,7 @@ class BaselineTrainable(tune.Trainable):
         )
         self.returns: deque[float] = deque(maxlen=RETURN_WINDOW)
         self.seen_episodes = 0
+        self.episodes_before = 0.0  # training episodes of the envs before a restore
         self.greedy_return = math.nan
         self.evaluations = 0
         self.cpu = cpu_time.Accounting(discover_processes=_this_process)
@@ -238,8 +239,10 @@ class BaselineTrainable(tune.Trainable):
         self.seen_episodes = total
 
     def _episodes_lifetime(self) -> float:
-        """Training episodes ended, over the envs (their Monitors' records)."""
-        return float(sum(len(r) for r in self.vec_env.env_method("get_episode_rewards")))
+        """Training episodes ended, over the envs (their Monitors' records, and those of the
+        envs before a restore)."""
+        monitors = sum(len(r) for r in self.vec_env.env_method("get_episode_rewards"))
+        return float(self.episodes_before + monitors)
 
     def _training_return(self) -> float:
         return float(np.mean(self.returns)) if self.returns else math.nan
@@ -333,6 +336,7 @@ class BaselineTrainable(tune.Trainable):
             "metrics": self.metrics.get_state(),
             "returns": list(self.returns),
             "seen_episodes": self.seen_episodes,
+            "episodes": self._episodes_lifetime(),
             "greedy_return": self.greedy_return,
             "evaluations": self.evaluations,
         }
@@ -353,7 +357,10 @@ class BaselineTrainable(tune.Trainable):
         self.returns = deque(state["returns"], maxlen=RETURN_WINDOW)
         self.greedy_return = state["greedy_return"]
         self.evaluations = state["evaluations"]
-        # The restored envs' Monitors start from none: the episodes seen so far are theirs.
+        # The envs' Monitors go on from where they are; the count from the checkpoint's.
+        self.episodes_before = 0.0
+        monitors = self._episodes_lifetime()
+        self.episodes_before = float(state.get("episodes", monitors)) - monitors
         self.seen_episodes = int(self._episodes_lifetime())
         self.cpu.restart_clock()
 
