@@ -36,6 +36,7 @@ import pandas as pd
 
 from analysis import stats
 from analysis.run_folder import HP_PREFIX
+from sweeps.baselines.hyperparams import ALGOS as BASELINE_ALGOS
 from sweeps.harness.values import readable
 
 TRIAL_KEY = ["experiment", "trial_id"]
@@ -47,7 +48,7 @@ CONFIRMED = "confirm_return"
 SIGNAL_NAMES = {**SIGNALS, CONFIRMED: "confirmed target"}
 BASELINE_ALGO = "dqn"
 # The single-process library a user would pick instead (sweeps/baselines/): Stable-Baselines3.
-LIBRARY_ALGOS = ("sb3-dqn", "sb3-ppo")
+LIBRARY_ALGOS = tuple(BASELINE_ALGOS)
 LIBRARY_NAME = "Stable-Baselines3"
 
 

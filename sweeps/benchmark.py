@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweeps.baselines.hyperparams import ALGOS as BASELINE_ALGOS
 from sweeps.harness.cli import RECORDED_BEFORE, add_gym_arguments, count, positive_float
 from sweeps.harness.cli import build_parser as sweep_parser
 from sweeps.harness.errors import OneLineErrorParser, UsageError
@@ -80,9 +81,9 @@ from sweeps.harness.record import RECORD_FILE, RunRecord, jsonable
 from sweeps.harness.storage import is_uri
 
 ALGOS = ("dqn", "apex", "impala", "appo")
-# The single-process baselines a user would pick instead (sweeps/baselines/): one process, no
-# env runners, so one configuration each whatever --num-env-runners says.
-BASELINES = ("sb3-dqn", "sb3-ppo")
+# The single-process baselines a user would pick instead (sweeps/baselines/hyperparams.py): one
+# process, no env runners, so one configuration each whatever --num-env-runners says.
+BASELINES = tuple(BASELINE_ALGOS)
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
 # failed configuration again); a "running" or "interrupted" one did not.
 REUSABLE = ("finished", "failed")
