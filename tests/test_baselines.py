@@ -55,6 +55,22 @@ def test_an_atari_game_takes_the_zoos_atari_entry_and_other_envs_its_default():
     assert "suite defaults" in cabs.source
 
 
+def test_cab_defaults_match_the_suite_recipes():
+    """The cab baselines take the suite's DQN recipe's ε schedule (5k env steps, not a share of
+    the budget) and, on the request variant, its γ."""
+    from sweeps import dqn_cabs, dqn_family
+
+    dqn = hyperparams.recipe("sb3-dqn", "cabs", "Cabs-v0").hyperparams
+    (_, start), (steps, final) = dqn_cabs.TUNED["epsilon"]
+    assert dqn["exploration_fraction"] * dqn["n_timesteps"] == steps
+    assert dqn.get("exploration_initial_eps", 1.0) == start  # SB3's default
+    assert dqn["exploration_final_eps"] == final
+    for algo in ("sb3-dqn", "sb3-ppo"):
+        requests = hyperparams.recipe(algo, "cabs", "CabsRequests-v0")
+        assert requests.hyperparams["gamma"] == dqn_family.REQUESTS_GAMMA
+        assert "CabsRequests-v0" in requests.source
+
+
 def test_model_kwargs_as_rl_zoo3_makes_them():
     built = hyperparams.model_kwargs(
         {

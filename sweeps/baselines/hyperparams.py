@@ -37,43 +37,51 @@ RUN_KEYS = ("n_envs", "n_timesteps", "frame_stack", "env_wrapper")
 SUITE_ATARI_DOES = ("env_wrapper", "frame_stack")
 REFUSED_KEYS = ("normalize", "vec_env_wrapper", "callback", "env_kwargs", "monitor_kwargs")
 
-# The baselines' defaults for a workload the zoo has no entry for, as the zoo spells them.
+# The baselines' defaults for a workload the zoo has no entry for, as the zoo spells them; an env
+# id's own entry (``REQUESTS``) before its workload's.
+_CABS_DQN: dict[str, Any] = {
+    # The cab env: SB3's DQN with the settings of the suite's own DQN recipe (sweeps/dqn_cabs.py)
+    # that SB3 has: the same network (one hidden layer of 256), batch, γ, learning rate, n-step,
+    # replay size, target period, warm-up and ε schedule (1 -> 0.1 over 5,000 env steps:
+    # exploration_fraction x n_timesteps), 8 envs stepped together and one update of 64 per 64
+    # env steps (train_freq counts vector steps). What SB3's DQN has not: prioritized replay,
+    # double Q and dueling heads; it takes the Huber loss (the suite's DQN the squared one).
+    # n_timesteps is a budget, not a schedule here (nothing else anneals over it): large enough
+    # that the run's --stop-train-time-s ends a seed, not the recipe.
+    "n_timesteps": 1_000_000,
+    "policy": "MlpPolicy",
+    "n_envs": 8,
+    "learning_rate": 3e-3,
+    "gamma": 0.95,
+    "batch_size": 64,
+    "buffer_size": 50_000,
+    "learning_starts": 1000,
+    "target_update_interval": 500,
+    "train_freq": 8,
+    "gradient_steps": 1,
+    "n_steps": 3,
+    "exploration_fraction": 0.005,
+    "exploration_final_eps": 0.1,
+    "policy_kwargs": "dict(net_arch=[256])",
+}
+# SB3's PPO defaults (its constructor's) but for the cab recipes' γ and network, and 8 envs of 256
+# steps a rollout (SB3's 2,048 steps on one env is three months per update).
+_CABS_PPO: dict[str, Any] = {
+    "n_timesteps": 1_000_000,
+    "policy": "MlpPolicy",
+    "n_envs": 8,
+    "n_steps": 256,
+    "gamma": 0.95,
+    "policy_kwargs": "dict(net_arch=[256])",
+}
+# The request variant: γ as the suite's DQN family takes it there (sweeps/dqn_family.py
+# REQUESTS_GAMMA: a month's plan matters), for both.
+_REQUESTS_GAMMA = 0.995
 DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
-    # The cab env (both variants): SB3's DQN with the settings of the suite's own DQN recipe
-    # (sweeps/dqn_cabs.py) that SB3 has: the same network (one hidden layer of 256), batch, γ,
-    # learning rate, n-step, replay size, target period, warm-up and ε schedule (1 -> 0.1 over
-    # 5,000 env steps: exploration_fraction x n_timesteps), 8 envs stepped together and one
-    # update of 64 per 64 env steps (train_freq counts vector steps). What SB3's DQN has not:
-    # prioritized replay, double Q and dueling heads; it takes the Huber loss (the suite's DQN
-    # the squared one).
-    "cabs": {
-        "sb3-dqn": {
-            "n_timesteps": 50_000,
-            "policy": "MlpPolicy",
-            "n_envs": 8,
-            "learning_rate": 3e-3,
-            "gamma": 0.95,
-            "batch_size": 64,
-            "buffer_size": 50_000,
-            "learning_starts": 1000,
-            "target_update_interval": 500,
-            "train_freq": 8,
-            "gradient_steps": 1,
-            "n_steps": 3,
-            "exploration_fraction": 0.1,
-            "exploration_final_eps": 0.1,
-            "policy_kwargs": "dict(net_arch=[256])",
-        },
-        # SB3's PPO defaults (its constructor's) but for the cab recipes' γ and network, and 8
-        # envs of 256 steps a rollout (SB3's 2,048 steps on one env is three months per update).
-        "sb3-ppo": {
-            "n_timesteps": 1_000_000,
-            "policy": "MlpPolicy",
-            "n_envs": 8,
-            "n_steps": 256,
-            "gamma": 0.95,
-            "policy_kwargs": "dict(net_arch=[256])",
-        },
+    "cabs": {"sb3-dqn": _CABS_DQN, "sb3-ppo": _CABS_PPO},
+    "CabsRequests-v0": {
+        "sb3-dqn": {**_CABS_DQN, "gamma": _REQUESTS_GAMMA},
+        "sb3-ppo": {**_CABS_PPO, "gamma": _REQUESTS_GAMMA},
     },
 }
 
@@ -109,7 +117,8 @@ def zoo_version() -> str:
 
 def recipe(algo: str, workload: str, env_id: str, atari: bool = False) -> Recipe:
     """The hyperparameters ``algo`` runs ``env_id`` with: the zoo's entry for the env id (an Atari
-    game: its ``atari`` entry), else ``DEFAULTS[workload]``, else the zoo's ``default``."""
+    game: its ``atari`` entry), else ``DEFAULTS[env_id]``, else ``DEFAULTS[workload]``, else the
+    zoo's ``default``."""
     if algo not in ALGOS:
         raise ValueError(f"unknown baseline {algo!r}; choose from {sorted(ALGOS)}")
     zoo_algo, model_class = ALGOS[algo]
@@ -122,9 +131,10 @@ def recipe(algo: str, workload: str, env_id: str, atari: bool = False) -> Recipe
         dropped = ", ".join(k for k in SUITE_ATARI_DOES if k in entries["atari"])
         note = f" without {dropped}: the suite's Atari preprocessing does them (envs/pong.py)"
         return Recipe(algo, model_class, hp, f"{where}: atari" + (note if dropped else ""))
-    if algo in DEFAULTS.get(workload, {}):
-        source = f"suite defaults for {workload} (sweeps/baselines/hyperparams.py DEFAULTS)"
-        return Recipe(algo, model_class, dict(DEFAULTS[workload][algo]), source)
+    for key in (env_id, workload):
+        if algo in DEFAULTS.get(key, {}):
+            source = f"suite defaults for {key} (sweeps/baselines/hyperparams.py DEFAULTS)"
+            return Recipe(algo, model_class, dict(DEFAULTS[key][algo]), source)
     return Recipe(algo, model_class, dict(entries["default"]), f"{where}: default")
 
 
