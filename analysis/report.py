@@ -323,7 +323,8 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
     curves = draw.curves(w, w.crossing)
     if curves:
         lines += [f"![Learning curves ({signal}): {w.title}]({curves})", ""]
-    lines += stability.stability_section(w)
+    # the random policy a generic env's runs measured (the cab env's training return explores)
+    lines += stability.stability_section(w, None if w.kind.computes_references() else refs)
     lines += sections.speedup_section(w)
     lines += sections.speedup_section(w, library=True)
     lines += scaling.scaling_section(w, draw.scaling(w))

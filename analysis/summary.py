@@ -5,9 +5,11 @@ detail tables below it."""
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
-from analysis import stats, tables
+from analysis import stability, stats, tables
 from analysis.fmt import (
     SIGNAL_NOTES,
     SIGNALS,
@@ -58,13 +60,19 @@ def summary_section(
     if is_missing(w.target):
         if w.kind.has_targets:
             return lines + ["No reward targets in run.json: nothing to summarise.", ""]
-        return lines + _without_target(w) + _random_line(references)
+        return (
+            lines
+            + stability.collapse_line(w, references)
+            + _without_target(w)
+            + _random_line(references)
+        )
     if w.best.empty:
         why = "no benchmark, and no sweep with a best trial (a finite final search metric)"
         return lines + [f"Nothing to compare: {why}.", ""] + _missed_note(w)
     answer = library_verdict(w)
     if answer:  # said first: is the suite worth it over the library a user would pick?
         lines += [answer, ""]
+    lines += stability.collapse_line(w, references)
     lines += [_how_judged(w), ""]
     lines += _reached_table(w)
     lines += _not_reached(w)
@@ -308,12 +316,53 @@ def library_verdict(w: Workload) -> str:
         )
     if suite_first:
         text = f"{lead}: **yes**, the suite's fastest, {said(ours)}, is {how} {said(lib_row)}"
-    else:
-        text = (
-            f"{lead}: **not on this machine**: {said(lib_row)} is {how} the suite's fastest, "
-            f"{said(ours)}"
+        return text + (f" ({why})." if is_missing(ratio.value) else f" to {target}.")
+    text = (
+        f"{lead}: **not on this machine**: {said(lib_row)} is {how} the suite's fastest, "
+        f"{said(ours)}"
+    )
+    text += f" ({why})." if is_missing(ratio.value) else f" to {target}."
+    return " ".join(filter(None, [text, crossover(w, library)]))
+
+
+def crossover(w: Workload, library: str) -> str:
+    """Where the library is faster as run: the fewest cores on which one of the suite's
+    configurations is predicted to overtake it, on the clock of a core per process
+    (``analysis/predicted.py``: each trial's CPU time, at the env steps to target measured at
+    its runner count); "" where the runs carry no predicted figures."""
+    table = w.on_cores
+    if table.empty:
+        return ""
+    lib = table[table["config"] == library]
+    suite = table[~table["algo"].map(tables.is_library)]
+    if lib.empty or suite.empty or is_missing(lib.iloc[0]["predicted"].value):
+        return ""
+    lib_time = lib.iloc[0]["predicted"]
+    ahead = [
+        r for _, r in suite.iterrows()
+        if not is_missing(r["predicted"].value) and r["predicted"].value < lib_time.value
+    ]  # fmt: skip
+    most = int(suite["num_env_runners"].max())
+    lead = "Predicted on a machine with a core per process (from the runs' CPU time)"
+    theirs = f"{library}'s {fmt_time(lib_time.value)}"
+
+    def said(r: pd.Series) -> str:
+        e = r["predicted"]
+        return f"{r['config']} on {r['cores']:g} cores, " + fmt_estimate(
+            e.value, e.low, e.high, fmt_time
         )
-    return text + (f" ({why})." if is_missing(ratio.value) else f" to {target}.")
+
+    if not ahead:
+        best = suite.loc[suite["predicted"].map(lambda e: e.value).fillna(math.inf).idxmin()]
+        return (
+            f"{lead}: no configuration measured here (up to {most} env runners) overtakes "
+            f"{theirs}; the fastest predicted is {said(best)}."
+        )
+    first = min(ahead, key=lambda r: (r["cores"], r["predicted"].value))
+    return (
+        f"{lead}: **the crossover is at {first['cores']:g} cores**, where {said(first)} "
+        f"overtakes {theirs} (one process and one thread: more cores do not speed it up)."
+    )
 
 
 def _against_next(

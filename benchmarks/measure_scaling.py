@@ -5,7 +5,8 @@ learner's update rate, each alone on one core, for the DQN and IMPALA cab sweeps
     python benchmarks/measure_scaling.py --seconds 30 --json /tmp/scaling.json
     python benchmarks/measure_scaling.py --num-gpus-per-learner 1   # learner on a CUDA GPU, if any
 
-* **raw env**: ``envs.bench``: the cab env stepped with random actions, no RLlib (the ceiling).
+* **raw env**: ``envs.bench.raw_env_rate``: the cab env stepped with random actions, no RLlib
+  (the ceiling).
 * **env runner**: RLlib's ``SingleAgentEnvRunner`` built from the sweep's config (its RLModule,
   connectors, ``num_envs_per_env_runner`` vectorised envs, exploration on), calling
   ``sample(num_timesteps=rollout_fragment_length * num_envs)`` in a loop: env steps sampled/s.
@@ -136,19 +137,15 @@ def impala_learner_rate(config: Any, runner: Any, seconds: float) -> tuple[float
 
 
 def raw_env_rate(seconds: float) -> tuple[float, float]:
-    """The cab env alone (``envs.bench``'s loop): random actions, reset on termination."""
-    from envs.cabs import NUM_ACTIONS, CabsEnv
+    """The cab env alone (``envs.bench.raw_env_rate``, the suite's one loop: random actions,
+    reset at episode ends) for ``seconds`` of wall-clock: (per CPU-second of this process, per
+    wall-second)."""
+    from envs.bench import raw_env_rate as steps_per_wall_s
+    from envs.cabs import CabsEnv
 
-    env = CabsEnv()
-    actions = np.random.default_rng(0).integers(NUM_ACTIONS, size=100_000).tolist()
-    env.reset(seed=0)
-    steps, clock = 0, Clock()
-    while clock.cpu_s() < seconds:
-        for action in actions:
-            if env.step(action)[2]:
-                env.reset()
-        steps += len(actions)
-    return steps / clock.cpu_s(), steps / clock.wall_s()
+    clock = Clock()
+    per_wall_s = steps_per_wall_s(CabsEnv(), seconds)
+    return per_wall_s * clock.wall_s() / clock.cpu_s(), per_wall_s
 
 
 def _pair(rates: tuple[float, float]) -> dict[str, int]:

@@ -30,8 +30,8 @@ PONG_FINAL_EPSILON = 0.01
 
 
 # γ on the request variant, where a month's plan matters: the Q-function reads the month's
-# progress, and a per-step γ caps what it can learn (envs.optimum.discounted_greedy_value: 88.1%
-# of the optimum at the base variant's 0.95, 97.5% at 0.99, 99.0% at 0.995).
+# progress, and a per-step γ caps what it can learn (envs.optimum.discounted_greedy_value: the
+# cap rises with γ towards the optimum; tests/test_envs_optimum.py pins it at 0.95, 0.99, 0.995).
 REQUESTS_GAMMA = 0.995
 
 

@@ -50,7 +50,7 @@ from sweeps.perf import perf_report, timer_shares
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = throughput.build_parser(prog="python -m sweeps.profiling", doc=__doc__)
+    p = throughput.build_parser(prog="python -m sweeps.profiling", doc=__doc__, baselines=False)
     p.set_defaults(seconds=20.0)
     p.add_argument(
         "--py-spy",

@@ -7,6 +7,8 @@ How to run
     python -m sweeps.throughput --env pong --seconds 20 --max-warmup-s 300 \\
         --markdown results/pong/THROUGHPUT.md
     python -m sweeps.throughput --env pong --num-env-runners 1,2,4,8,14   # scaling, on a big box
+    python -m sweeps.throughput --algos dqn,sb3-dqn --num-env-runners 0,1 \\
+        --set double_q=false --set dueling=false      # against Stable-Baselines3's DQN
 
 Each algorithm is built from its sweep file's tuned defaults (the config a sweep's trial starts
 from, evaluation off, one-second iterations as in benchmark mode), warmed up until its learner has
@@ -18,12 +20,20 @@ stepped with random actions in this process for ``--raw-env-s``: a runner's effi
 sampled steps/s over that raw rate. ``--num-env-runners 1,2,4`` gives a scaling table, which says
 when the machine has too few cores to show scaling. This is a script, not a test: figures depend
 on the machine and its load; quote them with the command (``--markdown`` writes both).
+
+A baseline (``sb3-dqn``, ``sb3-ppo``: Stable-Baselines3 with its recipe, one process) is measured
+the same way, as the very trial the benchmark runs (``BaselineTrainable``, evaluation off), once
+whatever ``--num-env-runners`` says; ``--set`` is the four's (a baseline runs its recipe). Every
+row has its learner's updates per second (SGD steps: trained samples over the update's batch) and
+what its DQN adds to the baseline's (double Q, dueling heads, prioritized replay), so that the
+suite's DQN and SB3's can be compared at the same network, batch and updates per env step.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import math
 import os
@@ -33,32 +43,33 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from envs.bench import raw_env_rate
 from sweeps.benchmark import ALGOS, BASELINES, _algo_list, _int_list
 from sweeps.harness import keys
 from sweeps.harness.cli import apply_settings, count, positive_float, setting
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import atomic_write_text, check_writable
-from sweeps.harness.machine_speed import raw_env_rate
 from sweeps.perf import perf_report
 from sweeps.workloads import NAMED
 
 
 def _rllib_algos(text: str) -> list[str]:
-    """The four's names; a baseline is refused (its updates/s are in its benchmark results)."""
+    """The four's names; a baseline is refused (it has no RLlib timers to profile)."""
     algos = _algo_list(text)
     baselines = [a for a in algos if a in BASELINES]
     if baselines:
         raise argparse.ArgumentTypeError(
-            f"{','.join(baselines)}: this benchmark measures RLlib's algorithms; a baseline's "
-            "env steps/s and updates/s are in its runs' results (python -m sweeps.benchmark)"
+            f"{','.join(baselines)}: this reads RLlib's timers, which a baseline has not; its "
+            "env steps/s and updates/s: python -m sweeps.throughput --algos " + ",".join(baselines)
         )
     return algos
 
 
 def build_parser(
-    prog: str = "python -m sweeps.throughput", doc: str = __doc__
+    prog: str = "python -m sweeps.throughput", doc: str = __doc__, baselines: bool = True
 ) -> OneLineErrorParser:
-    """The flags shared by ``sweeps.throughput`` and ``sweeps.profiling``."""
+    """The flags shared by ``sweeps.throughput`` and ``sweeps.profiling`` (which reads RLlib's
+    timers, so it takes no ``baselines``)."""
     p = OneLineErrorParser(
         prog=prog,
         description=doc.split("\n")[0],
@@ -68,7 +79,11 @@ def build_parser(
     p.add_argument("--env", choices=sorted(NAMED), default="cabs", help="workload")
     p.add_argument("--variant", choices=["base", "requests"], default="base", help="cab variant")
     p.add_argument(
-        "--algos", type=_rllib_algos, default=list(ALGOS), help="comma-separated, e.g. dqn,apex"
+        "--algos",
+        type=_algo_list if baselines else _rllib_algos,
+        default=list(ALGOS),
+        help="comma-separated, e.g. dqn,apex"
+        + (f"; or a baseline: {','.join(BASELINES)}" if baselines else ""),
     )
     p.add_argument(
         "--seconds", type=positive_float, default=60.0, help="measured wall-clock per algorithm"
@@ -106,8 +121,9 @@ def build_parser(
         type=setting,
         default=[],
         metavar="KEY=VALUE",
-        help="override a tuned default in every algorithm built, as a sweep's --set does "
-        "(e.g. --set num_aggregator_actors_per_learner=2); repeatable",
+        help="override a tuned default in every RLlib algorithm built, as a sweep's --set does "
+        "(e.g. --set num_aggregator_actors_per_learner=2; a baseline runs its recipe); "
+        "repeatable",
     )
     p.add_argument("--json", help="also write the figures to this JSON file")
     p.add_argument("--markdown", help="also write a generated Markdown report")
@@ -131,11 +147,16 @@ def parse_args(
             check_writable(target if not target.exists() else target.parent)
         except UsageError as err:
             parser.error(f"--{flag}: {err}")
-    for algo in args.algos if args.set else ():  # a --set that is no setting: before Ray
+    rllib = [a for a in args.algos if a not in BASELINES]
+    for algo in rllib if args.set else ():  # a --set that is no setting: before Ray
         try:
             tuned_config(algo, args, None)
         except UsageError as err:
             parser.error(str(err))
+    for algo in [a for a in args.algos if a in BASELINES]:
+        module = NAMED[args.env].sweep_module(algo.replace("-", "_"))
+        if importlib.util.find_spec(module) is None:
+            parser.error(f"--algos {algo}: the baseline has no sweep for --env {args.env} yet")
     return args
 
 
@@ -243,28 +264,96 @@ def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> f
 # --------------------------------------------------------------------------------------------
 
 
+def baseline_config(algo: str, args: argparse.Namespace) -> Any:
+    """A baseline's config as its sweep file makes it (its recipe), evaluation off; starts
+    nothing."""
+    from sweeps.harness.cli import build_parser as sweep_parser
+
+    workload = NAMED[args.env]
+    module = importlib.import_module(workload.sweep_module(algo.replace("-", "_")))
+    sweep_args = sweep_parser(module.SWEEP).parse_args(workload.sweep_flags(args))
+    config = module.SWEEP.make_config(sweep_args)
+    config.settings["eval_interval"] = 0  # evaluation off, as the four's here
+    return config.reporting(min_time_s_per_iteration=args.iteration_s)
+
+
+def q_learning_extras(double_q: bool, dueling: bool, prioritized: bool, n_step: Any) -> str:
+    """What a DQN adds to the plain one-step Q-learning of a network: the row's settings that a
+    comparison at matched settings has to name."""
+    parts = [name for on, name in ((double_q, "double Q"), (dueling, "dueling")) if on]
+    if prioritized:
+        parts.append("prioritized replay")
+    if n_step not in (None, 1):
+        parts.append(f"n-step {n_step}")
+    return ", ".join(parts) or "none"
+
+
+def rllib_extras(config: Any) -> str:
+    if not hasattr(config, "double_q"):  # not a DQN
+        return ""
+    replay_config = config.replay_buffer_config or {}
+    replay = replay_config.get("type", "")
+    replay_name = replay if isinstance(replay, str) else getattr(replay, "__name__", str(replay))
+    # a prioritized buffer at alpha 0 samples uniformly (RLlib's default alpha is 1)
+    prioritized = "Prioritized" in replay_name and float(replay_config.get("alpha", 1.0)) > 0
+    return q_learning_extras(config.double_q, config.dueling, prioritized, config.n_step)
+
+
+def build(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any, dict[str, Any]]:
+    """The algorithm to train (RLlib's, or the baseline's trial, ``BaselineTrainable``: both
+    have ``train()`` and ``stop()``) and what its row says of it: runners, envs per runner,
+    the batch of one update, its DQN's extras."""
+    if algo not in BASELINES:
+        config = make_config(algo, args, runners)
+        about = {
+            "runners": config.num_env_runners,
+            "envs": config.num_envs_per_env_runner,
+            "update_batch": config.minibatch_size or config.total_train_batch_size,
+            "extras": rllib_extras(config),
+        }
+        return config.build_algo(), about
+    from sweeps.baselines.trainable import BaselineTrainable
+
+    config = baseline_config(algo, args)
+    config.validate()
+    trainable = BaselineTrainable(config=config.to_dict())
+    model = trainable.model
+    extras = ""
+    if hasattr(model, "exploration_rate"):  # SB3's DQN: one-step targets unless n_steps
+        extras = q_learning_extras(False, False, False, getattr(model, "n_steps", 1))
+    about = {
+        "runners": 0,
+        "envs": trainable.built.n_envs,
+        "update_batch": int(model.batch_size),
+        "extras": extras,
+    }
+    return trainable, about
+
+
 def measure(
     algo: str, args: argparse.Namespace, runners: int | None, raw_per_s: float
 ) -> dict[str, Any]:
+    import torch
     from ray.rllib.utils.metrics import NUM_TRAINING_STEP_CALLS_PER_ITERATION
 
-    config = make_config(algo, args, runners)
+    threads = torch.get_num_threads()  # a baseline's trial takes one; the next algorithm, not
     t0 = time.perf_counter()
-    algorithm = config.build_algo()
+    algorithm, about = build(algo, args, runners)
     build_s = time.perf_counter() - t0
     try:
         warm = warm_up(algorithm, args.max_warmup_s)
         window = train_for(algorithm, args.seconds)
     finally:
         algorithm.stop()
+        torch.set_num_threads(threads)
     last = window["results"][-1]
     rates = window_rates(warm["result"], last, window["seconds"])
     calls = [r.get(NUM_TRAINING_STEP_CALLS_PER_ITERATION, math.nan) for r in window["results"]]
     return make_row(
         algo=algo,
         env=args.env,
-        runners=config.num_env_runners,
-        envs_per_runner=config.num_envs_per_env_runner,
+        runners=about["runners"],
+        envs_per_runner=about["envs"],
         build_s=build_s,
         warmup_s=warm["seconds"],
         started_in_warmup=warm["started"],
@@ -276,6 +365,8 @@ def measure(
         raw_per_s=raw_per_s,
         step_calls_per_iter=float(sum(calls) / len(calls)),
         return_mean=keys.get(last, keys.RETURN_MEAN),
+        update_batch=about["update_batch"],
+        extras=about["extras"],
     )
 
 
@@ -296,8 +387,11 @@ def make_row(
     raw_per_s: float,
     step_calls_per_iter: float,
     return_mean: float | None,
+    update_batch: int | None = None,
+    extras: str = "",
 ) -> dict[str, Any]:
-    """One table row; ``trained_per_s`` is None (with a note) when the learner never trained."""
+    """One table row; ``trained_per_s`` is None (with a note) when the learner never trained.
+    Updates/s: trained samples/s over ``update_batch``, the samples of one SGD step."""
     note = ""
     if trained_lifetime <= 0:
         trained_per_s_out: float | None = None
@@ -330,6 +424,13 @@ def make_row(
         "raw_env_steps_per_s": round(raw_per_s, 1),
         "runner_efficiency": runner_efficiency(sampled_per_s, runners, raw_per_s),
         "training_step_calls_per_iter": round(step_calls_per_iter, 1),
+        "update_batch": update_batch,
+        "updates_per_s": (
+            None
+            if trained_per_s_out is None or not update_batch
+            else round(trained_per_s_out / update_batch, 1)
+        ),
+        "q_learning_extras": extras,
         "return_mean": return_mean,
         "note": note,
     }
@@ -376,9 +477,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     start_ray([n for n in counts if n is not None])
     rows = []
     try:
-        for runners in counts:
+        for i, runners in enumerate(counts):
             for algo in args.algos:
-                label = f"{algo}_{args.env}" + ("" if runners is None else f" ({runners} runners)")
+                if algo in BASELINES and i > 0:  # one process: measured once
+                    continue
+                label = f"{algo}_{args.env}" + (
+                    " (one process)"
+                    if algo in BASELINES
+                    else ""
+                    if runners is None
+                    else f" ({runners} runners)"
+                )
                 print(f"[throughput] {label}: building, warming up, measuring {args.seconds:g} s")
                 row = measure(algo, args, runners, raw_per_s)
                 rows.append(row)

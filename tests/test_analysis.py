@@ -992,6 +992,35 @@ def test_the_report_shows_how_steadily_each_configuration_learned(tmp_path):
     assert row == {stability.CONFIG: "dqn · 1 runner", "seeds": "2", stability.FALL: "5.0"}
 
 
+def test_a_training_that_ends_below_the_random_policy_is_said_first(tmp_path):
+    """A seed whose training return was above the random policy's and ends below it (its last
+    three results) collapsed: the summary says so in its first lines, Stability counts it."""
+    assert stability.ended_below(pd.Series([NAN, -300, -100, -700, -800, -900]), -500.0)
+    assert not stability.ended_below(pd.Series([-600.0, -550, -700]), -500.0)  # never above
+    assert not stability.ended_below(pd.Series([-300.0, -100, -900, -90, -80]), -500.0)  # back
+    assert not stability.ended_below(pd.Series([-100.0, -900]), NAN)  # no random policy known
+    fell = [NAN, -300.0, -100.0, -700.0, -800.0, -900.0]
+    held = [NAN, -300.0, -100.0, -90.0, -80.0, -70.0]
+    trials = [dict(seed=0, returns=fell, greedy=fell), dict(seed=1, returns=held, greedy=held)]
+    root = tmp_path / "raw"
+    exp = write_experiment(
+        root, "appo_bench", trials, algo="appo", env="Acrobot-v1", variant="{}",
+        targets=(-100.0,), optimum=None,
+    )  # fmt: skip
+    run = json.loads((exp / "run.json").read_text())
+    run["references"] = {"random": {"mean": -500.0, "episodes": 100}}
+    (exp / "run.json").write_text(json.dumps(run))
+    assert main(["report", str(root), "--out", str(tmp_path / "out")]) == 0
+    text = (tmp_path / "out" / "REPORT.md").read_text()
+    summary = text.split("## Summary")[1].split(": detail")[0]
+    assert (
+        "**Collapsed**: appo · 1 runner (1/2 seeds): the training return ended below the "
+        "random policy's -500.0 after having been above it"
+    ) in summary
+    (row,) = _table(_section(text, "### Stability"))
+    assert row[stability.BELOW_RANDOM] == "1/2"
+
+
 def test_summary_tables_match_the_detail_tables(suite_dir, tmp_path):
     """Every cell of a summary row is the same string as in the detail tables below it."""
     out = tmp_path / "out"

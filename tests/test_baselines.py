@@ -24,6 +24,7 @@ from sweeps.baselines import hyperparams
 from sweeps.baselines.config import BaselineConfig, is_rllib
 from sweeps.harness import confirm, keys
 from sweeps.harness.runner import parse
+from tests.test_analysis import NAN, write_experiment
 
 ZOO = Path(__import__("rl_zoo3").__file__).parent / "hyperparams"
 
@@ -258,7 +259,6 @@ def test_a_checkpoint_restores_the_model_and_its_clocks(tmp_path, monkeypatch):
 
 def test_the_report_opens_with_whether_the_suite_beats_the_library(tmp_path):
     from analysis.__main__ import main
-    from tests.test_analysis import NAN, write_experiment
 
     rising = dict(returns=[NAN, 60.0, 95.0, 95.0], greedy=[NAN, 60.0, 95.0, 95.0])
     write_experiment(
@@ -276,6 +276,25 @@ def test_the_report_opens_with_whether_the_suite_beats_the_library(tmp_path):
     assert "4.00×" in first  # 3 s against 0.75 s on every seed
     assert "speedup [95% interval] vs sb3-dqn · one process" in summary
     assert "### Speedup against Stable-Baselines3" in report
+
+
+def test_where_the_library_is_faster_the_report_predicts_the_crossover(tmp_path):
+    """DQN at 1 and 4 runners (3 s as run at 4: slower than the baseline's 2 s), predicted
+    on a core per process at 2 s and 0.75 s; the baseline, one process, predicted as run: the
+    crossover is the 4-runner trial's 5 cores."""
+    from analysis.__main__ import main
+    from tests.test_scaling_report import _reaching_90_at, add_cpu_figures, write_scaling
+
+    root = write_scaling(tmp_path / "raw", cpu=True, at_4=(3, 3, 3))
+    library = [dict(seed=s, greedy=_reaching_90_at(2), returns=[NAN] * 5) for s in range(3)]
+    exp = write_experiment(root, "sb3", library, algo="sb3-dqn")
+    add_cpu_figures(exp, factor=1.0, ran_s={"trial": 2.0}, trial_cpus=1.0)
+    assert main(["report", str(root), "--out", str(tmp_path / "out")]) == 0
+    summary = (tmp_path / "out" / "REPORT.md").read_text().split("### ", 2)[1]
+    first = next(line for line in summary.splitlines()[1:] if line.strip())
+    assert "**not on this machine**" in first
+    assert "Predicted on a machine with a core per process" in first
+    assert "**the crossover is at 5 cores**, where dqn · 4 runners on 5 cores" in first
 
 
 # --- end to end -----------------------------------------------------------------------------

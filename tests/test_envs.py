@@ -13,7 +13,6 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import envs
-from envs import faulty
 from envs.cabs import (
     COST_PER_HOUR,
     MASK_START,
@@ -29,8 +28,9 @@ from envs.cabs import (
     state_from_observation,
     validate_env_config,
 )
-from envs.faulty import FaultyCabsEnv
 from envs.optimum import request_count_probabilities
+from tests import faulty_envs as faulty
+from tests.faulty_envs import FaultyCabsEnv
 
 MONDAY, SATURDAY, SUNDAY = 0, 5, 6
 
@@ -282,7 +282,7 @@ def test_requested_rides_are_uniform() -> None:
         ({"tm_seed": True}, "tm_seed"),
         ({"requests": "yes"}, "requests"),
         ({"tm_sead": 1}, "tm_sead"),
-        ({"fail_at_step": 5}, "fail_at_step"),  # the test-only faulty env's key (envs.faulty)
+        ({"fail_at_step": 5}, "fail_at_step"),  # the test-only env's key (tests/faulty_envs.py)
     ],
 )
 def test_bad_config_raises_naming_the_key(config: dict, key: str) -> None:

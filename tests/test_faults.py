@@ -155,9 +155,9 @@ def test_a_gone_checkpoint_is_replaced_by_none_past_the_logged_rows(tmp_path):
 def test_retried_trial_leaves_no_row_twice(tmp_path, ray_session):
     """A trial that fails after reporting past its checkpoint is retried from the checkpoint;
     the iterations it reports again replace the old rows (result.json and progress.csv)."""
-    from envs import faulty
     from sweeps import dqn_cabs
     from sweeps.harness import runner
+    from tests import faulty_envs as faulty
 
     def make_config(args):
         config = dqn_cabs.make_config(args)

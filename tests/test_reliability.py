@@ -306,10 +306,10 @@ def test_same_seed_same_suggestions(search, tmp_path):
 
 def _faulty_dqn_cabs_config(fail_at_step: int, **fault: Any) -> Any:
     """dqn_cabs's make_config with its trials on the test-only ``FaultyCabs-v0``
-    (envs/faulty.py), which raises at ``fail_at_step`` (optionally once over restarts,
+    (tests/faulty_envs.py), which raises at ``fail_at_step`` (optionally once over restarts,
     ``fail_marker``); the env registered in the driver (Ray is up: the ray_session fixture)."""
-    from envs import faulty
     from sweeps import dqn_cabs
+    from tests import faulty_envs as faulty
 
     def make_config(args):
         config = dqn_cabs.make_config(args)

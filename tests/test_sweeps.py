@@ -179,8 +179,9 @@ def smoke_sweep(tmp_path_factory, _ray_session_end) -> Path:
 
 @pytest.mark.slow
 def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
-    """The README's `optuna-dashboard <journal>` opens a finished sweep's study: its server
-    lists the study under the run's name with the trial, finished, and its value."""
+    """The user guide's `optuna-dashboard <journal>` (docs/guide.md) opens a finished sweep's
+    study: its server lists the study under the run's name with the trial, finished, and its
+    value."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]

@@ -54,6 +54,43 @@ def test_bad_input_is_one_line_and_exit_2(capsys, nothing_runs, main, argv, expe
     assert expected in _refused(capsys, main, argv)
 
 
+def test_profiling_refuses_a_baseline_throughput_takes_it(capsys, nothing_runs):
+    err = _refused(capsys, profiling.main, ["--algos", "dqn,sb3-dqn"])
+    assert "reads RLlib's timers" in err and "sweeps.throughput --algos sb3-dqn" in err
+    assert throughput.parse_args(["--algos", "dqn,sb3-dqn"]).algos == ["dqn", "sb3-dqn"]
+
+
+def test_a_baseline_is_built_from_its_sweep_with_evaluation_off():
+    args = throughput.parse_args(["--algos", "sb3-dqn", "--iteration-s", "2"])
+    config = throughput.baseline_config("sb3-dqn", args)
+    assert config.settings["eval_interval"] == 0 and config.settings["iteration_s"] == 2.0
+    assert config.recipe.hyperparams["batch_size"] == 64  # the suite's cab defaults
+    assert "suite defaults for cabs" in config.recipe.source
+
+
+def test_q_learning_extras_name_what_a_dqn_adds():
+    assert throughput.q_learning_extras(True, True, True, 3) == (
+        "double Q, dueling, prioritized replay, n-step 3"
+    )
+    assert throughput.q_learning_extras(False, False, False, 1) == "none"
+
+
+def test_a_dqn_configs_extras_are_read_from_it():
+    from ray.rllib.algorithms.dqn import DQNConfig
+
+    plain = DQNConfig().training(
+        double_q=False,
+        dueling=False,
+        n_step=1,
+        replay_buffer_config={"type": "EpisodeReplayBuffer"},
+    )
+    assert throughput.rllib_extras(plain) == "none"
+    tuned, _ = throughput.tuned_config("dqn", throughput.parse_args(["--algos", "dqn"]), 0)
+    assert throughput.rllib_extras(tuned) == "double Q, dueling, prioritized replay, n-step 3"
+    uniform = tuned.training(replay_buffer_config={"alpha": 0.0})
+    assert "prioritized" not in throughput.rllib_extras(uniform)
+
+
 def test_markdown_into_a_folder_is_refused(capsys, nothing_runs, tmp_path):
     err = _refused(capsys, throughput.main, ["--markdown", str(tmp_path)])
     assert "is a folder" in err
@@ -124,6 +161,44 @@ def test_row_rates_ratio_and_efficiency():
     assert row["replay_ratio"] == pytest.approx(4.0)
     assert row["runner_efficiency"] == pytest.approx(0.25)
     assert row["note"] == ""
+
+
+def test_updates_per_second_are_trained_samples_over_the_batch():
+    assert _row(update_batch=64)["updates_per_s"] == 25.0
+    assert _row()["updates_per_s"] is None  # no batch: no figure, never 0
+    not_started = _row(update_batch=64, trained_lifetime=0.0, trained_per_s=0.0)
+    assert not_started["updates_per_s"] is None
+
+
+def test_the_suite_against_a_baseline_says_whether_settings_matched():
+    dqn = _row(
+        algo="dqn", update_batch=64, sampled_per_s=1600.0, trained_per_s=1600.0, extras="n-step 3"
+    )
+    sb3 = _row(
+        algo="sb3-dqn",
+        runners=0,
+        update_batch=64,
+        sampled_per_s=6400.0,
+        trained_per_s=6400.0,
+        extras="n-step 3",
+    )
+    extras = _row(
+        algo="apex",
+        update_batch=64,
+        sampled_per_s=400.0,
+        trained_per_s=1600.0,
+        extras="double Q, n-step 3",
+    )
+    ppo = _row(algo="appo", update_batch=512, trained_per_s=5120.0)
+    lines = perf_report.against_baselines([dqn, sb3, extras, ppo])
+    body = [line for line in lines if line.startswith("- ")]
+    assert len(body) == 2  # appo is no counterpart of SB3's DQN
+    assert "dqn (1 env runner(s)): 25.0 updates/s against sb3-dqn's 100.0: **0.25x**" in body[0]
+    assert "(matched settings)" in body[0]
+    assert "not matched: 16 vs 64 env steps per update; double Q, n-step 3 vs n-step 3" in body[1]
+    table = "\n".join(perf_report.throughput_table([dqn, sb3]))
+    assert "| sb3-dqn (one process) | 0 |" in table and "| 25.0 | 64 | n-step 3 |" in table
+    assert perf_report.against_baselines([dqn]) == []
 
 
 def test_learning_not_started_is_said_never_zero():
@@ -426,3 +501,27 @@ def test_torch_threads_take_the_cpus_idle_while_the_learner_updates(
         assert torch.get_num_threads() == threads
     finally:
         torch.set_num_threads(before)
+
+
+@pytest.mark.slow
+def test_a_baseline_is_measured_once_as_its_trial(tmp_path):
+    """SB3's DQN on the cab env, as the benchmark's trial: one row whatever the runner counts,
+    its updates/s at its recipe's one update per 64 env steps; the driver's torch threads as
+    they were before it."""
+    import json
+
+    import torch
+
+    threads = torch.get_num_threads()
+    out = tmp_path / "throughput.json"
+    argv = ["--algos", "sb3-dqn", "--seconds", "2", "--max-warmup-s", "10", "--raw-env-s", "0.5"]
+    assert throughput.main([*argv, "--num-env-runners", "0,1", "--json", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert (row["algo"], row["num_env_runners"], row["num_envs_per_env_runner"]) == (
+        "sb3-dqn",
+        0,
+        8,
+    )
+    assert row["updates_per_s"] > 0 and row["q_learning_extras"] == "n-step 3"
+    assert 48 <= row["env_steps_sampled_per_s"] / row["updates_per_s"] <= 80
+    assert torch.get_num_threads() == threads

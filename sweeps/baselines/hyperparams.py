@@ -30,6 +30,12 @@ ALGOS: dict[str, tuple[str, str]] = {"sb3-dqn": ("dqn", "DQN"), "sb3-ppo": ("ppo
 # learner still plays the env, as a user of SB3's DQN would).
 MASKED: dict[str, str] = {"sb3-ppo": "MaskablePPO"}
 NAMES = {"sb3-dqn": "SB3 DQN", "sb3-ppo": "SB3 PPO"}
+# The suite's algorithms of the same kind (value-based, policy-gradient): a baseline's updates/s
+# are compared with theirs (sweeps.throughput).
+COUNTERPARTS: dict[str, tuple[str, ...]] = {
+    "sb3-dqn": ("dqn", "apex"),
+    "sb3-ppo": ("impala", "appo"),
+}
 # The zoo's keys that are not the algorithm's constructor arguments.
 RUN_KEYS = ("n_envs", "n_timesteps", "frame_stack", "env_wrapper")
 # What the zoo's ``atari`` entry does that the suite's Atari factory (envs/pong.py) does already:

@@ -6,8 +6,8 @@ The run's steps, each in its own module: ``cli`` parses the shared flags (defaul
 configurations), ``runner`` searches and fits with Tune and summarises (``outcome``: the record
 closed, the best trial and the exit code); ``space`` draws and describes a sweep's search space;
 ``record`` writes the run record (``machine_speed`` times the machine for it), ``recovery``
-handles interrupts and retries, ``storage`` the sweep folder (local or a URI), ``reporting`` the
-progress lines, TensorBoard HParams and the best trial.
+handles interrupts and retries, ``budget`` the sweep's wall-clock cap, ``storage`` the sweep
+folder (local or a URI), ``reporting`` the progress lines, TensorBoard HParams and the best trial.
 Beside the run: ``sweep`` (the ``Sweep`` a sweep file declares; its workload is one file in
 ``sweeps/workloads/``), ``callbacks`` (the suite's metrics in every result), ``keys`` (result keys),
 ``gpu`` (the CPU fallback of a learner without CUDA), ``cpu_time`` (CPU time per process of a

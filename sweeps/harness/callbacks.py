@@ -176,13 +176,13 @@ class SuiteCallbacks(RLlibCallback):
         """RETURN_MEAN := the runners' mean return of their last N training games.
 
         RLlib 2.60's own figure is not that: its windows are merged per sample() result on the
-        driver (an iteration in which two Pong games ended reports -20.33 = a mean of three
-        values; on CartPole it ran 30-60% above the true 20-game mean). Each runner keeps its
+        driver, so that an iteration in which two games ended can report a mean of three values.
+        Each runner keeps its
         last N returns (``on_episode_end``); the driver gets each runner's latest mean (averaged
         over the episode ends of the iteration, and over runners), keeps RLlib's figure under
         ``RLLIB_RETURN_MEAN`` and leaves NaN until a game has ended. An iteration in which no
-        game ended keeps the figure of the one before (the last N games are the same): on Pong,
-        whose 32 games tend to end together, one iteration in seven had none and reported NaN."""
+        game ended keeps the figure of the one before (the last N games are the same; on Pong, whose
+        32 games tend to end together, many iterations see none)."""
         runners = result.get(ENV_RUNNER_RESULTS)
         if not isinstance(runners, dict):
             return

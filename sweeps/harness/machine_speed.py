@@ -1,7 +1,8 @@
 """How fast the machine steps the workload's env: the raw env rate, at a run's start and end.
 
-The throughput benchmark's raw env rate (one process, random actions drawn in advance, the env
-exactly as an env runner's factory builds it), taken for ``RUN_SECONDS`` before a run starts Ray,
+The throughput benchmark's raw env rate (``envs.bench.raw_env_rate``: one process, random
+actions drawn in advance, the env exactly as an env runner's factory builds it), taken for
+``RUN_SECONDS`` before a run starts Ray,
 when it resumes and when it ends, the fastest of ``RUN_WINDOWS`` windows (a moment's contention,
 from Ray's processes starting or winding down or from the host, does not count; a plain 1 s
 rate of the cab env varied 1.6x between runs on a busy 2-core host);
@@ -15,9 +16,9 @@ compares differ (``analysis.summary``). Env steps do not depend on the machine.
 from __future__ import annotations
 
 import argparse
-import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from envs.bench import raw_env_rate
 from sweeps.harness.errors import error_line
 
 if TYPE_CHECKING:
@@ -25,32 +26,6 @@ if TYPE_CHECKING:
 
 RUN_SECONDS = 1.0  # how long a run steps the env at its start and at its end,
 RUN_WINDOWS = 4  # in this many windows, the fastest of which counts
-
-
-def raw_env_rate(env: Any, seconds: float, seed: int = 0, windows: int = 1) -> float:
-    """Env steps per second of one process stepping ``env`` with random actions (drawn in
-    advance), resetting at episode ends, for ``seconds``; a vector env (``num_envs``) counts
-    each of its envs' steps and resets them itself. ``windows`` > 1: the fastest of that many
-    equal windows (a moment's contention from another process does not count, a machine that
-    is slow throughout does)."""
-    num_envs = getattr(env, "num_envs", None)
-    env.action_space.seed(seed)
-    actions = [env.action_space.sample() for _ in range(4096 if num_envs is None else 256)]
-    env.reset(seed=seed)
-    steps, best = 0, 0.0
-    for _ in range(windows):
-        first, t0 = steps, time.perf_counter()
-        deadline = t0 + seconds / windows
-        while True:
-            _, _, terminated, truncated, _ = env.step(actions[steps % len(actions)])
-            steps += 1
-            if num_envs is None and (terminated or truncated):
-                env.reset()
-            # a vector env's step is long enough to look at the clock after each one
-            if (num_envs or (steps - first) % 16 == 0) and time.perf_counter() >= deadline:
-                break
-        best = max(best, (steps - first) * (num_envs or 1) / (time.perf_counter() - t0))
-    return best
 
 
 def measure(

@@ -299,7 +299,7 @@ def writes_in_sweep_folder(trial: Any) -> bool:
     folder in the background at each save of its state, so that a SIGKILLed driver left the
     sweep folder a few rows behind the checkpoints the trainable had written there itself; a
     resumed trial pointed at the newest of those (``CheckpointGuard``) then lacked the rows in
-    between (CI: 3 of 24 missing). With the sweep folder on this machine the files are written
+    between. With the sweep folder on this machine the files are written
     in it directly, each row flushed before its checkpoint is registered; on remote storage,
     Tune's staging as before (and the guard picks no checkpoint past the rows there)."""
     return getattr(trial.storage.storage_filesystem, "type_name", None) == "local"

@@ -10,7 +10,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sweeps.benchmark import ALGOS
+from sweeps.baselines.hyperparams import COUNTERPARTS
+from sweeps.benchmark import ALGOS, BASELINES
 from sweeps.harness.record import cpu_model
 from sweeps.workloads import NAMED
 
@@ -126,12 +127,19 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     ]
     if scaling:
         header.append("sampled/s vs fewest remote runners")
-    header += ["training_step calls/iter", "warm-up s", "build s"]
+    header += [
+        "updates/s (SGD steps)",
+        "env steps sampled per update",
+        "DQN's extras",
+        "training_step calls/iter",
+        "warm-up s",
+        "build s",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    order = {a: i for i, a in enumerate(ALGOS)}
+    order = {a: i for i, a in enumerate((*ALGOS, *BASELINES))}
     for r in sorted(rows, key=lambda r: (order.get(r["algo"], 99), r["num_env_runners"])):
         cells = [
-            r["algo"],
+            r["algo"] + (" (one process)" if r["algo"] in BASELINES else ""),
             str(r["num_env_runners"]),
             str(r["num_envs_per_env_runner"]),
             fmt_num(r["env_steps_sampled_per_s"]),
@@ -150,12 +158,63 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
                 else f"{r['env_steps_sampled_per_s'] / b_rate:.2f}x"
             )
         cells += [
+            fmt_num(r.get("updates_per_s"), ",.1f"),
+            fmt_num(steps_per_update(r), ",.0f"),
+            r.get("q_learning_extras") or "—",
             fmt_num(r["training_step_calls_per_iter"], ".1f"),
             fmt_num(r["warmup_s"], ".0f"),
             fmt_num(r["build_s"], ".1f"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def steps_per_update(row: Mapping[str, Any]) -> float | None:
+    """Env steps sampled per SGD step: the updates-per-env-step setting, as measured."""
+    updates = row.get("updates_per_s")
+    return None if not updates else row["env_steps_sampled_per_s"] / updates
+
+
+def matched(row: Mapping[str, Any], baseline: Mapping[str, Any]) -> list[str]:
+    """What differs between a row's settings and a baseline's that updates/s depend on (empty:
+    matched): the update's batch, env steps per update (within 10%), the DQN's extras."""
+    differs = []
+    if row.get("update_batch") != baseline.get("update_batch"):
+        differs.append(f"batch {row.get('update_batch')} vs {baseline.get('update_batch')}")
+    mine, theirs = steps_per_update(row), steps_per_update(baseline)
+    if mine and theirs and abs(mine / theirs - 1) > 0.1:
+        differs.append(f"{mine:,.0f} vs {theirs:,.0f} env steps per update")
+    if (row.get("q_learning_extras") or "") != (baseline.get("q_learning_extras") or ""):
+        differs.append(f"{row.get('q_learning_extras')} vs {baseline.get('q_learning_extras')}")
+    return differs
+
+
+def against_baselines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One line per suite row of a baseline's kind: its updates/s over the baseline's, and
+    whether the two ran at matched settings (what differs where not)."""
+    lines = []
+    for base in (r for r in rows if r["algo"] in BASELINES and r.get("updates_per_s")):
+        for r in rows:
+            if r["algo"] not in COUNTERPARTS.get(base["algo"], ()) or not r.get("updates_per_s"):
+                continue
+            differs = matched(r, base)
+            how = "matched settings" if not differs else "not matched: " + "; ".join(differs)
+            ratio = r["updates_per_s"] / base["updates_per_s"]
+            lines.append(
+                f"- {r['algo']} ({r['num_env_runners']} env runner(s)): "
+                f"{r['updates_per_s']:,.1f} updates/s against {base['algo']}'s "
+                f"{base['updates_per_s']:,.1f}: **{ratio:.2f}x** ({how})"
+            )
+    if not lines:
+        return []
+    return [
+        "**Against Stable-Baselines3** (one process, its recipe; updates/s of this run, the "
+        "suite's row over the baseline's; matched: the same batch, env steps per update within "
+        "10% and the same Q-learning extras; the network is each recipe's):",
+        "",
+        *lines,
+        "",
+    ]
 
 
 def throughput_markdown(
@@ -178,7 +237,9 @@ def throughput_markdown(
         f"{args.max_warmup_s:g} s of warm-up), then measured for {args.seconds:g} s from RLlib's "
         "lifetime counters. Trained steps are the learner's: replayed samples for DQN and Ape-X, "
         "and every pass over a batch where the learner takes several (``num_epochs``), so "
-        "trained/sampled can exceed 1.",
+        "trained/sampled can exceed 1. Updates/s are SGD steps: trained samples over one "
+        "update's batch. A baseline (Stable-Baselines3, one process, its recipe) is the trial "
+        "its benchmark runs, measured alike, once whatever the runner counts.",
         "",
         f"Raw env rate: {fmt_num(raw)} steps/s — the same wrapped env stepped with random "
         f"actions in one process for {args.raw_env_s:g} s, in this run, before the algorithms"
@@ -190,6 +251,7 @@ def throughput_markdown(
     note = scaling_note(info["cpus"], sorted({r["num_env_runners"] for r in rows}))
     if note:
         lines += [f"**{note}**", ""]
+    lines += against_baselines(rows)
     lines += throughput_table(rows)
     return "\n".join(lines) + "\n"
 

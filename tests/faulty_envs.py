@@ -1,4 +1,5 @@
-"""TEST-ONLY fault injection: the cab env that raises once, at a chosen step. Not a benchmark env.
+"""Test-only fault injection: the cab env that raises once, at a chosen step. Not a benchmark env
+(it lives with the tests, not in the package).
 
 The reliability tests (``tests/test_reliability.py``) run a cab sweep on ``FaultyCabs-v0`` to check
 that a trial whose env runner raises is retried from its checkpoint, and that one which keeps
