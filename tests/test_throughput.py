@@ -199,6 +199,10 @@ def test_the_suite_against_a_baseline_says_whether_settings_matched():
     table = "\n".join(perf_report.throughput_table([dqn, sb3]))
     assert "| sb3-dqn (one process) | 0 |" in table and "| 25.0 | 64 | n-step 3 |" in table
     assert perf_report.against_baselines([dqn]) == []
+    scaling = perf_report.throughput_table([dqn, _row(algo="dqn", runners=2), sb3])
+    assert "| sb3-dqn (one process) | 0 | 1 | 6,400 | 6,400 | 1.00 | 6,400 | 400% | — |" in (
+        "\n".join(scaling)
+    )
 
 
 def test_learning_not_started_is_said_never_zero():

@@ -151,7 +151,10 @@ def throughput_table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         if scaling:
             b = base[r["algo"]]
             b_rate = b["env_steps_sampled_per_s"]
-            own_row = r["num_env_runners"] == 0 and b["num_env_runners"] != 0
+            # 0 runners is its own row; a baseline (one process) scales with nothing
+            own_row = r["algo"] in BASELINES or (
+                r["num_env_runners"] == 0 and b["num_env_runners"] != 0
+            )
             cells.append(
                 "—"
                 if own_row or not b_rate or b_rate <= 0
