@@ -514,8 +514,10 @@ def test_a_baseline_is_measured_once_as_its_trial(tmp_path):
     they were before it."""
     import json
 
+    import ray
     import torch
 
+    ray.shutdown()  # the session's local Ray, if an earlier test started it: main starts its own
     threads = torch.get_num_threads()
     out = tmp_path / "throughput.json"
     argv = ["--algos", "sb3-dqn", "--seconds", "2", "--max-warmup-s", "10", "--raw-env-s", "0.5"]
