@@ -28,11 +28,12 @@ import pandas as pd
 from analysis.fmt import DASH, fmt_float, fmt_spread, markdown_table
 from analysis.tables import TRIAL_KEY, spread
 from analysis.workload import Workload
+from sweeps.harness import collapse
 
 COLLAPSE_DROP_NATS = 0.4
 COLLAPSE_BELOW_NATS = 0.15
 COLLAPSE_ITERATIONS = 3
-COLLAPSE_TAIL = 3  # reported iterations whose mean training return is the run's end
+COLLAPSE_TAIL = collapse.TAIL  # reported iterations whose mean training return is the run's end
 
 CONFIG = "configuration"
 FALL = "largest fall of the training return, from its best so far"
@@ -49,11 +50,9 @@ def largest_fall(returns: pd.Series) -> float:
 
 def ended_below(returns: pd.Series, random: float) -> bool:
     """Whether a training return (in iteration order) was above ``random`` at its best and its
-    last ``COLLAPSE_TAIL`` values average below it; False without a random return."""
-    r = returns.dropna().astype(float)
-    if r.empty or random is None or math.isnan(random):
-        return False
-    return float(r.max()) > random and float(r.tail(COLLAPSE_TAIL).mean()) < random
+    last ``COLLAPSE_TAIL`` values average below it; False without a random return (the rule the
+    live line warns by: ``sweeps.harness.collapse``)."""
+    return collapse.ended_below(returns.dropna().astype(float).tolist(), random)
 
 
 def sudden_collapses(entropy: pd.Series) -> int:

@@ -290,7 +290,7 @@ def _check_env(args: argparse.Namespace) -> None:
 
     args.workload = for_env(args.env)
     for algo in [a for a in args.algos if a in BASELINES]:
-        module = args.workload.sweep_module(algo.replace("-", "_"))
+        module = args.workload.sweep_module(algo)
         if importlib.util.find_spec(module) is None:
             raise UsageError(f"--algos {algo}: the baseline has no sweep for --env {args.env} yet")
     try:
@@ -360,9 +360,8 @@ def plan(args: argparse.Namespace) -> list[Run]:
             if args.confirm_episodes is not None:
                 flags += ["--confirm-episodes", str(args.confirm_episodes)]
             flags += ["--storage-path", str(args.folder), "--name", name]
-            stem = algo.replace("-", "_")  # sb3-dqn: sweeps/sb3_dqn_<env>.py
-            module = args.workload.sweep_module(stem)
-            sweep = f"{stem}_{args.workload.name}"
+            module = args.workload.sweep_module(algo)
+            sweep = module.removeprefix("sweeps.")
             runs.append(Run(sweep, module, args.folder / name, tuple(flags)))
     return runs
 

@@ -154,7 +154,7 @@ def parse_args(
         except UsageError as err:
             parser.error(str(err))
     for algo in [a for a in args.algos if a in BASELINES]:
-        module = NAMED[args.env].sweep_module(algo.replace("-", "_"))
+        module = NAMED[args.env].sweep_module(algo)
         if importlib.util.find_spec(module) is None:
             parser.error(f"--algos {algo}: the baseline has no sweep for --env {args.env} yet")
     return args
@@ -270,7 +270,7 @@ def baseline_config(algo: str, args: argparse.Namespace) -> Any:
     from sweeps.harness.cli import build_parser as sweep_parser
 
     workload = NAMED[args.env]
-    module = importlib.import_module(workload.sweep_module(algo.replace("-", "_")))
+    module = importlib.import_module(workload.sweep_module(algo))
     sweep_args = sweep_parser(module.SWEEP).parse_args(workload.sweep_flags(args))
     config = module.SWEEP.make_config(sweep_args)
     config.settings["eval_interval"] = 0  # evaluation off, as the four's here

@@ -98,6 +98,7 @@ def _on_cartpole(config):
 
     config = config.environment("CartPole-v1").env_runners(rollout_fragment_length=FRAGMENT)
     config.training(learner_class=bootstrapped_learner(config))
+    torch.manual_seed(0)  # the module's initial weights: the same batch, the same losses, each run
     learner = config.build_learner(env=gym.make("CartPole-v1"))
     module = learner.module[DEFAULT_MODULE_ID].unwrapped()
     gen = torch.Generator().manual_seed(0)

@@ -202,7 +202,9 @@ def test_results_carry_the_suites_keys_and_the_clock_leaves_evaluation_out(tmp_p
     assert keys.get(last, keys.ENV_STEPS) == keys.get(last, keys.ENV_STEPS_SAMPLED)
     assert not math.isnan(keys.get(last, keys.GREEDY_RETURN))
     assert keys.get(last, keys.EVAL_RETURN_MEAN) == keys.get(last, keys.GREEDY_RETURN)
-    assert keys.get(last, keys.PCT_OF_OPTIMUM) > 0
+    # Reported beside the greedy return, whatever 0.9 s of training learned (it can be < 0).
+    pct = keys.get(last, keys.PCT_OF_OPTIMUM)
+    assert math.isfinite(pct) and (pct > 0) == (keys.get(last, keys.GREEDY_RETURN) > 0)
     assert keys.get(last, keys.CPU)["processes"] == 1
 
 

@@ -594,3 +594,43 @@ def test_bad_optuna_storage_is_one_line_exit_2_before_ray(url, words, tmp_path, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"--optuna-storage {url}: " in err[0] and words in err[0], err
     assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_the_live_line_says_when_a_trial_collapses_and_when_it_recovers(capsys):
+    """The report's rule, live: a training return above the random policy's, then a mean of its
+    last results below it, is one COLLAPSED line (not one per result), 'collapsed' in the table
+    and a count in the sweep's line; climbing back is one more line."""
+    from sweeps.harness import keys
+    from sweeps.harness.reporting import ProgressCallback
+
+    cb = ProgressCallback(interval_s=1e9, random_return=-500.0)
+    trial = _FakeTrial("aaa", "RUNNING")
+    for steps, value in enumerate([-300.0, -100.0, -700.0, -800.0, -900.0, -950.0], 1):
+        result = {keys.SUITE: {"env_steps": 1000 * steps}, "env_runners": {}}
+        result["env_runners"]["episode_return_mean"] = value
+        cb.on_trial_result(0, [trial], trial, result)
+    out = capsys.readouterr().out
+    assert out.count("COLLAPSED") == 1
+    assert (
+        "trial aaa COLLAPSED at 4000 env steps: its training return -533.3 (the mean of its "
+        "last 3 results) is below the random policy's -500.0, after a best of -100.0"
+    ) in out
+    assert "1 collapsed" in cb.status_line()
+    assert "RUNNING, collapsed" in cb.table()
+    for steps, value in [(7, 0.0), (8, 100.0)]:
+        result = {keys.SUITE: {"env_steps": 1000 * steps}, "env_runners": {}}
+        result["env_runners"]["episode_return_mean"] = value
+        cb.on_trial_result(0, [trial], trial, result)
+    out = capsys.readouterr().out
+    assert out.count("recovered at 8000 env steps") == 1
+    assert "collapsed" not in cb.status_line() and "collapsed" not in cb.table()
+
+
+def test_no_collapse_is_watched_without_a_random_policy(capsys):
+    from sweeps.harness.reporting import ProgressCallback
+
+    cb = ProgressCallback(interval_s=1e9)  # the cab env and Pong: no random run in the record
+    trial = _FakeTrial("aaa", "RUNNING")
+    for value in [100.0, -900.0, -900.0, -900.0]:
+        cb.on_trial_result(0, [trial], trial, {"env_runners": {"episode_return_mean": value}})
+    assert "COLLAPSED" not in capsys.readouterr().out

@@ -25,7 +25,7 @@ from ray.tune.experiment import Trial
 from ray.tune.logger import TBXLoggerCallback
 from ray.tune.utils import flatten_dict
 
-from sweeps.harness import budget, keys
+from sweeps.harness import budget, collapse, keys
 from sweeps.harness.budget import clock as _clock
 from sweeps.harness.values import dotted, number, readable
 
@@ -252,7 +252,12 @@ class ProgressCallback(Callback):
 
     "Completed" means a trial reached one of the stop criteria (``stop``: its env-step budget, the
     target, its training time); a trial that ended before any did was pruned by ASHA, or stopped
-    by the sweep's time budget when that had run out."""
+    by the sweep's time budget when that had run out.
+
+    ``random_return`` (a generic env's random policy, measured at the run's start): a trial
+    whose training return ends below it after having been above it (``collapse.ended_below``,
+    the report's rule) gets a line when it happens, "collapsed" in the table, and a count in
+    the sweep's line; another line if it climbs back."""
 
     COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "% opt", "steps/s")
 
@@ -266,8 +271,12 @@ class ProgressCallback(Callback):
         num_samples: int | None = None,
         pruning: bool = True,
         estimate: str | None = None,
+        random_return: float | None = None,
     ) -> None:
         self._interval_s = interval_s
+        self._random = _finite(random_return)
+        self._returns: dict[str, list[float]] = {}  # trial id -> its finite training returns
+        self._collapsed: set[str] = set()
         # What the live best figure is, said next to it (e.g. "5-episode greedy estimate"): a
         # noisy estimate, not the held-out figure the sweep ends with.
         self._estimate = estimate
@@ -335,6 +344,8 @@ class ProgressCallback(Callback):
         ]
         if n.get("stopped by the time budget"):
             parts.append(f"{n['stopped by the time budget']} stopped by the time budget")
+        if self._collapsed:
+            parts.append(f"{len(self._collapsed)} collapsed")
         if n.get(Trial.TERMINATED):  # ended in a run before this resume: no outcome seen here
             parts.append(f"{n[Trial.TERMINATED]} ended before the resume")
         parts += [
@@ -366,7 +377,7 @@ class ProgressCallback(Callback):
             rows.append(
                 (
                     trial_id,
-                    self._status(trial_id),
+                    self._status(trial_id) + (", collapsed" if trial_id in self._collapsed else ""),
                     str(r.get("training_iteration", 0)),
                     _fmt(keys.get(r, keys.ENV_STEPS), ".0f"),
                     _fmt(keys.get(judged, keys.RETURN_MEAN)),
@@ -398,10 +409,39 @@ class ProgressCallback(Callback):
         check = check_line(trial.trial_id, result)
         if check:
             self._print(check)
+        self._watch_collapse(trial.trial_id, result)
         now = time.monotonic()
         if now - self._last_print >= self._interval_s:
             self._last_print = now
             self._report()
+
+    def _watch_collapse(self, trial_id: str, result: dict) -> None:
+        """The line when a trial's training return falls below the random policy's after
+        having been above it, and when it climbs back (class docstring)."""
+        value = _finite(keys.get(result, keys.RETURN_MEAN))
+        if self._random is None or value is None:
+            return
+        returns = self._returns.setdefault(trial_id, [])
+        returns.append(value)
+        fell = collapse.ended_below(returns, self._random)
+        if fell == (trial_id in self._collapsed):
+            return
+        tail = returns[-collapse.TAIL :]
+        end = sum(tail) / len(tail)
+        steps = _fmt(keys.get(result, keys.ENV_STEPS), ".0f")
+        if fell:
+            self._collapsed.add(trial_id)
+            self._print(
+                f"[sweep] trial {trial_id} COLLAPSED at {steps} env steps: its training return "
+                f"{end:.1f} (the mean of its last {len(tail)} results) is below the random "
+                f"policy's {self._random:.1f}, after a best of {max(returns):.1f}"
+            )
+        else:
+            self._collapsed.discard(trial_id)
+            self._print(
+                f"[sweep] trial {trial_id} recovered at {steps} env steps: its training return "
+                f"{end:.1f} is above the random policy's {self._random:.1f} again"
+            )
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._see(trials)

@@ -452,6 +452,7 @@ def _callbacks(
             num_samples=_planned(args, trials),
             pruning=trials.scheduler_info["type"] == "asha",
             estimate=_live_estimate(sweep, args),
+            random_return=((record.references or {}).get("random") or {}).get("mean"),
         ),
         budget.WallClockCap(planned=_planned(args, trials)),
         recovery.FailureLog(),

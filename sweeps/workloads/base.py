@@ -42,8 +42,9 @@ class Workload:
     # --- the sweep: flags, checks, config ---------------------------------------------------
 
     def sweep_module(self, algo: str) -> str:
-        """The module that runs ``algo`` on this workload (``python -m <module> <flags>``)."""
-        return f"sweeps.{algo}_{self.name}"
+        """The module that runs ``algo`` on this workload (``python -m <module> <flags>``): a
+        baseline's dash becomes the file name's underscore (sb3-dqn: ``sweeps/sb3_dqn_cabs.py``)."""
+        return f"sweeps.{algo.replace('-', '_')}_{self.name}"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The workload's own flags in a sweep's parser."""
