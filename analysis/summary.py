@@ -310,10 +310,12 @@ def library_verdict(w: Workload) -> str:
         how = "faster than"
         why = f"log-rank p = {p:.2g}" if not is_missing(p) else "one seed each: no interval"
     if not c["separated"]:
-        return (
+        text = (
             f"{lead}: the suite's fastest, {said(ours)}, and {said(lib_row)} can't be told "
             f"apart on time to {target} ({why})."
         )
+        # The library ahead on the medians: whether more cores would put the suite ahead.
+        return text if suite_first else " ".join(filter(None, [text, crossover(w, library)]))
     if suite_first:
         text = f"{lead}: **yes**, the suite's fastest, {said(ours)}, is {how} {said(lib_row)}"
         return text + (f" ({why})." if is_missing(ratio.value) else f" to {target}.")
@@ -326,7 +328,8 @@ def library_verdict(w: Workload) -> str:
 
 
 def crossover(w: Workload, library: str) -> str:
-    """Where the library is faster as run: the fewest cores on which one of the suite's
+    """Where the library is faster as run (or ahead on the medians, the seeds unable to tell):
+    the fewest cores on which one of the suite's
     configurations is predicted to overtake it, on the clock of a core per process
     (``analysis/predicted.py``: each trial's CPU time, at the env steps to target measured at
     its runner count); "" where the runs carry no predicted figures."""

@@ -14,6 +14,7 @@ import math
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -280,22 +281,40 @@ def test_the_report_opens_with_whether_the_suite_beats_the_library(tmp_path):
     assert "### Speedup against Stable-Baselines3" in report
 
 
-def test_where_the_library_is_faster_the_report_predicts_the_crossover(tmp_path):
-    """DQN at 1 and 4 runners (3 s as run at 4: slower than the baseline's 2 s), predicted
-    on a core per process at 2 s and 0.75 s; the baseline, one process, predicted as run: the
-    crossover is the 4-runner trial's 5 cores."""
+def _verdict_beside_scaling(tmp_path, library_at: Sequence[int], at_4: Sequence[int]) -> str:
+    """The summary's first line for DQN at 1 and 4 runners (``write_scaling``: predicted on a
+    core per process at 2 s and 0.75 s at the medians) and the baseline, one process, its
+    seeds reaching the target at ``library_at`` s, predicted as run."""
     from analysis.__main__ import main
     from tests.test_scaling_report import _reaching_90_at, add_cpu_figures, write_scaling
 
-    root = write_scaling(tmp_path / "raw", cpu=True, at_4=(3, 3, 3))
-    library = [dict(seed=s, greedy=_reaching_90_at(2), returns=[NAN] * 5) for s in range(3)]
+    root = write_scaling(tmp_path / "raw", cpu=True, at_4=at_4)
+    library = [
+        dict(seed=s, greedy=_reaching_90_at(i, last=6), returns=[NAN] * 6)
+        for s, i in enumerate(library_at)
+    ]
     exp = write_experiment(root, "sb3", library, algo="sb3-dqn")
     add_cpu_figures(exp, factor=1.0, ran_s={"trial": 2.0}, trial_cpus=1.0)
     assert main(["report", str(root), "--out", str(tmp_path / "out")]) == 0
     summary = (tmp_path / "out" / "REPORT.md").read_text().split("### ", 2)[1]
-    first = next(line for line in summary.splitlines()[1:] if line.strip())
+    return next(line for line in summary.splitlines()[1:] if line.strip())
+
+
+def test_where_the_library_is_faster_the_report_predicts_the_crossover(tmp_path):
+    """DQN at 4 runners 3 s as run, slower than the baseline's 2 s; predicted 0.75 s: the
+    crossover is the 4-runner trial's 5 cores."""
+    first = _verdict_beside_scaling(tmp_path, library_at=(2, 2, 2), at_4=(3, 3, 3))
     assert "**not on this machine**" in first
     assert "Predicted on a machine with a core per process" in first
+    assert "**the crossover is at 5 cores**, where dqn · 4 runners on 5 cores" in first
+
+
+def test_where_the_seeds_cannot_tell_but_the_library_leads_the_crossover_is_said_too(tmp_path):
+    """The library's seeds reach the target at 2, 2 and 5 s (median 2 s), the suite's fastest
+    (DQN at 4 runners) at 2, 3 and 3 s: a tie at 3 seeds, the library ahead on the medians;
+    the sentence goes on to where more cores put the suite ahead."""
+    first = _verdict_beside_scaling(tmp_path, library_at=(2, 2, 5), at_4=(2, 3, 3))
+    assert "can't be told apart" in first
     assert "**the crossover is at 5 cores**, where dqn · 4 runners on 5 cores" in first
 
 
