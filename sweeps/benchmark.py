@@ -361,7 +361,7 @@ def plan(args: argparse.Namespace) -> list[Run]:
                 flags += ["--confirm-episodes", str(args.confirm_episodes)]
             flags += ["--storage-path", str(args.folder), "--name", name]
             module = args.workload.sweep_module(algo)
-            sweep = module.removeprefix("sweeps.")
+            sweep = args.workload.sweep_name(algo)
             runs.append(Run(sweep, module, args.folder / name, tuple(flags)))
     return runs
 

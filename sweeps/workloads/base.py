@@ -41,10 +41,14 @@ class Workload:
 
     # --- the sweep: flags, checks, config ---------------------------------------------------
 
+    def sweep_name(self, algo: str) -> str:
+        """The sweep of ``algo`` on this workload, as run.json names it: a baseline's dash
+        becomes an underscore (sb3-dqn on cabs: ``sb3_dqn_cabs``)."""
+        return f"{algo.replace('-', '_')}_{self.name}"
+
     def sweep_module(self, algo: str) -> str:
-        """The module that runs ``algo`` on this workload (``python -m <module> <flags>``): a
-        baseline's dash becomes the file name's underscore (sb3-dqn: ``sweeps/sb3_dqn_cabs.py``)."""
-        return f"sweeps.{algo.replace('-', '_')}_{self.name}"
+        """The module that runs ``algo`` on this workload (``python -m <module> <flags>``)."""
+        return f"sweeps.{self.sweep_name(algo)}"
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The workload's own flags in a sweep's parser."""

@@ -140,9 +140,6 @@ class Gym(Workload):
 
         return make(args.env, args.env_config)
 
-    def sweep_module(self, algo: str) -> str:
-        return f"sweeps.{algo.replace('-', '_')}_gym"
-
     def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
         """The env built once and checked against every algorithm asked for."""
         from envs.gym import check, resolve
