@@ -169,8 +169,10 @@ def _trial_rows(trial: Path) -> list[dict]:
 
 
 def _experiment_state(experiment: Path) -> dict[str, str]:
-    """Trial id -> status in Tune's latest saved experiment state."""
-    states = sorted(experiment.glob("experiment_state-*.json"), key=lambda p: p.stat().st_mtime)
+    """Trial id -> status in Tune's latest saved experiment state: the newest by name, as Tune
+    picks it (``experiment_state._find_newest_experiment_checkpoint``); a resume uploads the
+    older sessions' files again, so their mtimes can be the newest."""
+    states = sorted(experiment.glob("experiment_state-*.json"))
     data = json.loads(states[-1].read_text())
     trials = [json.loads(t[0]) for t in data["trial_data"]]
     return {t["trial_id"]: t["status"] for t in trials}
@@ -228,7 +230,8 @@ def test_main_job_cut_short_then_finished_by_its_printed_command(tmp_path, ray_s
     assert record["status"] == "finished" and "cut_short" not in record
     assert record["resumes"][-1]["previous_status"] == "cut short"
     states = _experiment_state(experiment)
-    assert len(states) == planned and set(states.values()) == {"TERMINATED"}
+    said = second.stdout[-4000:]
+    assert len(states) == planned and set(states.values()) == {"TERMINATED"}, (states, said)
     trials = sorted(experiment.glob("ApexDQN_*"))
     assert len(trials) == planned  # one folder per trial: none started twice
     for trial in trials:

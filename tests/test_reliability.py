@@ -89,7 +89,9 @@ def _finished(experiment: Path) -> list[Path]:
 
 def _terminated(experiment: Path) -> set[str]:
     """Trials the latest saved Tune experiment state holds as finished."""
-    states = sorted(experiment.glob("experiment_state-*.json"), key=lambda p: p.stat().st_mtime)
+    # The newest by name, as Tune picks it (its session timestamp; a resume re-uploads the older
+    # files, so their mtimes say nothing).
+    states = sorted(experiment.glob("experiment_state-*.json"))
     try:
         data = json.loads(states[-1].read_text()) if states else {}
         trials = [json.loads(t[0]) for t in data.get("trial_data", [])]
