@@ -1,6 +1,6 @@
 """Fault injection: kill a sweep at random moments drawn from a seed, then check what survived.
 
-Three kinds of fault, each on a real sweep run in a subprocess (its own process group and its own
+Five kinds of fault, each on a real sweep run in a subprocess (its own process group and its own
 local Ray instance; Ray's workers run in sessions of their own and are found by the raylet they
 belong to, so that the harness kills the processes of that sweep and nothing else on the machine,
 and cleans up what a SIGKILL left before it resumes):
@@ -17,6 +17,13 @@ and cleans up what a SIGKILL left before it resumes):
   restartable actor that comes back empty (``apex/replay_shard_restarts`` counts it,
   ``apex/replay_shard_failures`` the requests lost with it), or, if it cannot come back, the trial
   is retried from its checkpoint (``failures.jsonl``). The harness reports which happened.
+* ``nodes`` and ``head`` (``benchmarks/faultlab/nodes.py``): the sweep on a local multi-node
+  cluster (``ray.cluster_utils.Cluster``: a head and ``--workers`` 1-CPU worker nodes, the sweep
+  joining it with ``--address``). ``nodes``: after a warm-up each worker node dies with
+  ``--kill-p`` per ``--interval-s`` (its raylet and workers SIGKILLed) and a fresh one replaces
+  it, as in Tune's release test; ``head``: the head and the driver lost once, the sweep resumed
+  on a new cluster. Checked as below, and each trial's last row against Tune's record of it;
+  the env steps/s of each trial after the kills against before them.
 
 After each run ``check_sweep`` reads only the sweep folder and says: every trial finished exactly
 once (one folder per trial, none orphaned, all TERMINATED in Tune's state); no (trial, iteration)
@@ -31,6 +38,10 @@ How to run
         --sweep-args="--num-samples 3 --stop-timesteps 2000"        # a tiny sweep (the CI test's)
     python benchmarks/faults.py runners --algos dqn,apex,impala,appo --kills 3
     python benchmarks/faults.py shard --kills 3
+    python benchmarks/faults.py nodes --seeds 0-2 --kill-p 0.1     # the main job, reduced
+    python benchmarks/faults.py nodes --sweep impala_cabs --seeds 0 \
+        --sweep-args="--num-samples 2 --stop-timesteps 200000"
+    python benchmarks/faults.py head --seeds 0
     python benchmarks/faults.py driver --seeds 0-2 --faults 5 --name driver-same-work \
         --sweep-args="--search random --scheduler fifo --num-samples 6 --stop-timesteps 20000"
     python benchmarks/faults.py recheck runs/faults/<driver run>   # today's checks, old folders
@@ -50,7 +61,8 @@ with no trial left RUNNING; env-runner restarts counted equal to the kills. The 
 
 The harness lives in ``benchmarks/faultlab/``, one module per role: ``procs`` (a sweep's
 processes), ``inject`` (the faults), ``checks`` (what a sweep folder says after them),
-``experiments`` (the three kinds, each against a fault-free run), ``report``
+``experiments`` (the three one-machine kinds, each against a fault-free run), ``nodes`` (the
+cluster's two), ``report``
 (results/RELIABILITY.md), ``parser`` and ``cli``. This file is its command.
 """
 

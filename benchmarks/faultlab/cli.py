@@ -48,6 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[faults] re-checked {run / SUMMARY}; all checks passed: {summary['ok']}")
         return 0 if all(s["ok"] for s in summaries) else 1
     bad = [a for a in ("algos",) if hasattr(args, a) and set(args.algos) - set(RUNNER_BUDGET)]
+    if getattr(args, "kill_p", 0.0) < 0 or getattr(args, "kill_p", 0.0) > 1:
+        print(f"{build_parser().prog}: error: --kill-p must be in [0, 1]", file=sys.stderr)
+        return 2
+    if getattr(args, "workers", 1) < 1:
+        print(f"{build_parser().prog}: error: --workers must be >= 1", file=sys.stderr)
+        return 2
     if bad or getattr(args, "faults", 1) < 0 or getattr(args, "kills", 1) < 0:
         print(f"{build_parser().prog}: error: bad --algos, --faults or --kills", file=sys.stderr)
         return 2
@@ -57,7 +63,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out.mkdir(parents=True)
     summary = {"kind": args.kind, "name": args.name, "environment": environment()}
-    runs = driver_experiment(args, out) if args.kind == "driver" else process_experiment(args, out)
+    if args.kind in ("nodes", "head"):
+        from benchmarks.faultlab.nodes import node_experiment
+
+        runs = node_experiment(args, out)
+    elif args.kind == "driver":
+        runs = driver_experiment(args, out)
+    else:
+        runs = process_experiment(args, out)
     summary["runs"] = runs
     summary["ok"] = all(r["faulty"]["check"]["ok"] for r in runs)
     summary["ended_at"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -105,6 +105,48 @@ def build_parser() -> argparse.ArgumentParser:
         default=["dqn", "apex", "impala", "appo"],
         help="comma-separated (default: dqn,apex,impala,appo)",
     )
+    for kind, text in (
+        ("nodes", "worker nodes of a local multi-node cluster killed at random"),
+        ("head", "the head node lost with the driver, and --resume on a new cluster"),
+    ):
+        s = sub.add_parser(kind, help=f"{text} (benchmarks/faultlab/nodes.py)")
+        s.add_argument("--out-dir", default="runs/faults", help="where runs go (%(default)s)")
+        s.add_argument("--name", default=f"{kind}-{stamp}", help="run folder under --out-dir")
+        s.add_argument("--sweep", default="apex_cabs", help="sweep file (default: %(default)s)")
+        s.add_argument(
+            "--sweep-args",
+            default=MAIN_JOB_ARGS,
+            help="the sweep's arguments, one string (default: %(default)r)",
+        )
+        s.add_argument("--seeds", type=parse_seeds, default=[0], help="e.g. 0-2 (default: 0)")
+        s.add_argument(
+            "--workers", type=int, default=3, help="worker nodes of 1 CPU each (default: 3)"
+        )
+    n = sub.choices["nodes"]
+    n.add_argument(
+        "--kill-p",
+        type=float,
+        default=0.03,
+        help="each worker node's chance to die per interval (default: %(default)s, Tune's "
+        "release test's)",
+    )
+    n.add_argument("--interval-s", type=float, default=10.0, help="(default: %(default)s)")
+    n.add_argument(
+        "--warmup-s", type=float, default=30.0, help="no kill before (default: %(default)s)"
+    )
+    n.add_argument(
+        "--replace-after-s",
+        type=float,
+        default=5.0,
+        help="a fresh node joins this long after a kill (default: %(default)s)",
+    )
+    n.add_argument("--max-kills", type=int, default=None, help="at most this many kills in a sweep")
+    sub.choices["head"].add_argument(
+        "--delay-s",
+        type=parse_window,
+        default=(30.0, 90.0),
+        help="the head is lost after a random delay in this window (default: %(default)s)",
+    )
     c = sub.add_parser(
         "recheck",
         help="re-read a finished driver run's sweep folders with today's checks and rewrite "

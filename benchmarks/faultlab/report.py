@@ -115,7 +115,42 @@ def _goals(summaries: list[dict[str, Any]]) -> list[str]:
             f"{_shard_outcome(shards[-1]['runs'])}",
             "",
         ]
+    lines += _node_goals(summaries)
     return lines if len(lines) > 2 else []
+
+
+def _node_goals(summaries: list[dict[str, Any]]) -> list[str]:
+    """Node kills and head losses over every cluster run below, against the issue's goals."""
+    nodes = [r for s in summaries if s["kind"] == "nodes" for r in s["runs"]]
+    heads = [r for s in summaries if s["kind"] == "head" for r in s["runs"]]
+    lines = []
+    if nodes:
+        kills = sum(len(r["faulty"]["kills"]) for r in nodes)
+        sweeps = len({(r["sweep"], r["seed"]) for r in nodes})
+        passed = sum(r["faulty"]["check"]["ok"] for r in nodes)
+        ratios = [x["ratio"] for r in nodes for x in r["faulty"].get("rates") or []]
+        lines += [
+            f"**Worker nodes lost** (local multi-node cluster): {kills} node kills over {sweeps} "
+            f"sweep(s) (goal >= 20 over >= 3); checks passed in {passed} of {len(nodes)} "
+            "(every trial finished once, no row twice, restores from checkpoints, final "
+            "iteration and metric as recorded)"
+            + (
+                f"; env steps/s after the kills / before: median {_median(ratios):.2f}x "
+                f"(goal within 10%)"
+                if ratios
+                else ""
+            ),
+            "",
+        ]
+    if heads:
+        lost = [r for r in heads if r["faulty"].get("head_lost")]
+        passed = sum(r["faulty"]["check"]["ok"] for r in lost)
+        lines += [
+            f"**Head lost** with the driver, then `--resume` on a new cluster: {len(lost)} "
+            f"time(s), finished with nothing lost in {passed}",
+            "",
+        ]
+    return lines
 
 
 def _sweep_command(summary: dict[str, Any]) -> str:
@@ -176,7 +211,35 @@ def _report_run(s: dict[str, Any]) -> list[str]:
     ]
     if s["kind"] == "driver":
         return head + _driver_table(s["runs"])
+    if s["kind"] in ("nodes", "head"):
+        return head + _node_table(s["kind"], s["runs"])
     return head + _process_table(s["kind"], s["runs"])
+
+
+def _node_table(kind: str, runs: list[dict[str, Any]]) -> list[str]:
+    """A cluster run's seeds: the faults, the trials' retries and what the checks found; for
+    node kills, each trial's env steps/s after the kills against before them."""
+    rows = [
+        "| sweep | seed | faults | Tune retries | trials finished | duplicated rows "
+        "(raw / collected) | env steps/s after / before the kills | checks |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        f, c = r["faulty"], r["faulty"]["check"]
+        faults = (
+            f"{len(f['kills'])} node kills"
+            if kind == "nodes"
+            else ("head lost at " + f"{f['lost_at_s']:.0f} s" if f.get("head_lost") else "none")
+        )
+        rates = f.get("rates") or []
+        rate = ", ".join(f"{x['ratio']:.2f}x" for x in rates) or "-"
+        rows.append(
+            f"| {r['sweep']} | {r['seed']} | {faults} | {c.get('tune_retries')} | "
+            f"{c.get('trials_in_tune_state')} of {c.get('trials_expected')} | "
+            f"{c.get('raw_duplicated_rows')} / {c.get('collected_duplicated_rows')} | {rate} | "
+            f"{'passed' if c['ok'] else 'FAILED: ' + '; '.join(c['problems'])} |"
+        )
+    return [*rows, ""]
 
 
 def _driver_table(runs: list[dict[str, Any]]) -> list[str]:

@@ -1,0 +1,414 @@
+"""Whole nodes lost, on a local multi-node cluster (issue 63): worker nodes killed at random, and
+the head lost with the driver.
+
+The cluster is built on this machine as Ray's own tests build one (``ray.cluster_utils.Cluster``):
+a head and ``--workers`` worker nodes of 1 CPU each, every node its own raylet. The sweep runs on
+it with ``--address``, as on a real cluster.
+
+* ``nodes``: Tune's release test in shape
+  (``release/tune_tests/fault_tolerance_tests/workloads/test_tune_worker_fault_tolerance.py``):
+  after ``--warmup-s``, every ``--interval-s`` each worker node dies with probability
+  ``--kill-p`` (``Cluster.remove_node(allow_graceful=False)``: its raylet and every worker
+  process on it killed, as a lost machine looks to Ray), and a fresh node of the same size
+  joins ``--replace-after-s`` later. No kill once the sweep's trials have sampled
+  ``KILL_BEFORE_SHARE`` of their env steps (a kill in a trial's last iteration is not a restore
+  to check).
+* ``head``: after ``--warmup-s`` the driver (its process group) and the whole cluster are
+  killed; a new cluster is started and the sweep's own ``--resume`` finishes it from its folder.
+
+Checked, from the sweep's folder alone (``checks.check_sweep``, as for the other faults): every
+trial finished exactly once, no row twice, no iteration missing, training clocks continued
+(a restore from iteration 0 would repeat iterations and set the clock back); and here also that
+each trial's final iteration and metric in Tune's experiment state are those of its last row
+(``final_agrees``). Throughput after a fault: each trial's env steps/s over its training clock
+before the first kill and after the last one (``rates_around``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.faultlab.checks import check_sweep, json_lines
+from benchmarks.faultlab.common import KILL_BEFORE_SHARE
+from benchmarks.faultlab.procs import SweepProcesses, start_sweep
+
+# The sweep's trials retry on a lost node as often as it takes (Tune's release test: -1).
+MAX_FAILURES = 50
+# Seconds after a kill before the rows count as "after" it (the restore, its first iteration).
+SETTLE_S = 10.0
+
+
+class LocalCluster:
+    """A head and ``workers`` worker nodes of ``cpus_per_worker`` CPU(s) each, on this machine."""
+
+    def __init__(self, workers: int, head_cpus: int = 1, cpus_per_worker: int = 1) -> None:
+        from ray.cluster_utils import Cluster
+
+        self.cpus_per_worker = cpus_per_worker
+        self.cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": head_cpus, "include_dashboard": False},
+        )
+        for _ in range(workers):
+            self.add_worker()
+        self.cluster.wait_for_nodes()
+
+    @property
+    def address(self) -> str:
+        return self.cluster.address
+
+    def add_worker(self) -> Any:
+        return self.cluster.add_node(num_cpus=self.cpus_per_worker)
+
+    def workers(self) -> list[Any]:
+        return list(self.cluster.worker_nodes)
+
+    def kill(self, node: Any) -> None:
+        """The node's raylet and its workers, SIGKILLed (no graceful drain)."""
+        self.cluster.remove_node(node, allow_graceful=False)
+
+    def shutdown(self) -> None:
+        self.cluster.shutdown()
+
+
+class NodeKiller(threading.Thread):
+    """After ``warmup_s``, every ``interval_s``: each worker node dies with probability ``p``
+    and a fresh one joins ``replace_after_s`` later; while ``allowed()`` (the trials' share of
+    their budget) holds, up to ``max_kills`` in all. ``kills``: when and which node."""
+
+    def __init__(
+        self,
+        cluster: LocalCluster,
+        rng: random.Random,
+        *,
+        p: float,
+        interval_s: float,
+        warmup_s: float,
+        replace_after_s: float,
+        allowed: Any = None,
+        max_kills: int | None = None,
+    ) -> None:
+        super().__init__(daemon=True)
+        self.max_kills = max_kills
+        self.cluster, self.rng, self.p = cluster, rng, p
+        self.interval_s, self.warmup_s, self.replace_after_s = interval_s, warmup_s, replace_after_s
+        self.allowed = allowed or (lambda: True)
+        self.kills: list[dict[str, Any]] = []
+        self.stop = threading.Event()
+        self.t0 = time.monotonic()
+
+    def run(self) -> None:
+        if self.stop.wait(self.warmup_s):
+            return
+        while not self.stop.wait(self.interval_s):
+            if not self.allowed():
+                continue
+            lost = [n for n in self.cluster.workers() if self.rng.random() < self.p]
+            if self.max_kills is not None:
+                lost = lost[: max(self.max_kills - len(self.kills), 0)]
+            for node in lost:
+                self.kills.append(
+                    {
+                        "at_s": round(time.monotonic() - self.t0, 2),
+                        "at_unix": time.time(),
+                        "node_id": node.node_id,
+                    }
+                )
+                self.cluster.kill(node)
+            if lost and not self.stop.wait(self.replace_after_s):
+                for _ in lost:
+                    self.cluster.add_worker()
+
+
+def final_agrees(folder: Path) -> list[str]:
+    """Problems where a trial's last row (result.json) and Tune's record of it (the experiment
+    state's last result) disagree on the iteration or the sweep's metric."""
+    import json
+
+    from sweeps.harness.record import RECORD_FILE, RunRecord
+
+    metric = RunRecord.read(folder / RECORD_FILE).metric or ""
+    states = sorted(folder.glob("experiment_state-*.json"))
+    if not states:
+        return ["no Tune experiment state"]
+    problems = []
+    for item in json.loads(states[-1].read_text()).get("trial_data", []):
+        trial = json.loads(item[0])
+        last = _last_result(trial)
+        trial_id = trial["trial_id"]
+        rows = [r for d in folder.glob(f"*_{trial_id}") for r in json_lines(d / "result.json")[0]]
+        if not rows or not last:
+            problems.append(f"{trial_id}: no last result to compare")
+            continue
+        row = rows[-1]
+        if row.get("training_iteration") != last.get("training_iteration"):
+            problems.append(
+                f"{trial_id}: last row at iteration {row.get('training_iteration')}, Tune's "
+                f"record at {last.get('training_iteration')}"
+            )
+        ours, theirs = _flat_get(row, metric), _flat_get(last, metric)
+        if not _same(ours, theirs):
+            problems.append(f"{trial_id}: {metric} {ours} in the last row, {theirs} in Tune's")
+    return problems
+
+
+def _last_result(trial: dict[str, Any]) -> dict[str, Any]:
+    """A trial's last result as Tune's experiment state holds it (Ray 2.60: under
+    ``run_metadata``, JSON in JSON)."""
+    import json
+
+    meta = trial.get("run_metadata")
+    if isinstance(meta, str):
+        meta = json.loads(meta)
+    last = (meta or {}).get("last_result") or trial.get("last_result") or {}
+    return json.loads(last) if isinstance(last, str) else last
+
+
+def _flat_get(row: dict[str, Any], metric: str) -> Any:
+    if metric in row:
+        return row[metric]
+    value: Any = row
+    for part in metric.split("/"):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        fa, fb = float(a), float(b)
+    except (TypeError, ValueError):
+        return a == b
+    return (math.isnan(fa) and math.isnan(fb)) or math.isclose(fa, fb, rel_tol=1e-9)
+
+
+def rates_around(folder: Path, kills: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per trial that ran across the kills: env steps per training second before the first kill
+    and after the last (``SETTLE_S`` after it), from its rows' wall-clock stamps; the ratio."""
+    from sweeps.harness import keys
+
+    if not kills:
+        return []
+    first, last = kills[0]["at_unix"], kills[-1]["at_unix"] + SETTLE_S
+    out = []
+    for trial_dir in sorted(d for d in folder.iterdir() if (d / "result.json").is_file()):
+        rows = json_lines(trial_dir / "result.json")[0]
+        before = [r for r in rows if r.get("timestamp", math.inf) < first]
+        after = [r for r in rows if r.get("timestamp", -math.inf) > last]
+        rate = [_rate(part, keys) for part in (before, after)]
+        if all(not math.isnan(r) for r in rate):
+            out.append(
+                {
+                    "trial": trial_dir.name,
+                    "before": round(rate[0], 1),
+                    "after": round(rate[1], 1),
+                    "ratio": round(rate[1] / rate[0], 3),
+                }
+            )
+    return out
+
+
+def _rate(rows: list[dict[str, Any]], keys: Any) -> float:
+    """Env steps per training second between the first and last of ``rows``."""
+    if len(rows) < 2:
+        return math.nan
+    steps = [keys.get(r, keys.ENV_STEPS, math.nan) for r in (rows[0], rows[-1])]
+    clock = [keys.get(r, keys.TRAIN_TIME_S, math.nan) for r in (rows[0], rows[-1])]
+    if clock[1] <= clock[0]:
+        return math.nan
+    return (steps[1] - steps[0]) / (clock[1] - clock[0])
+
+
+def _budget_share(folder: Path, budget: float) -> float:
+    """The share of its env-step budget that the trial reporting last has sampled (0 before any
+    trial reported): a sweep's trials come one after another, and each gets its kills."""
+    from sweeps.harness import keys
+
+    results = [p for p in folder.glob("*/result.json") if p.stat().st_size]
+    if not results or not budget:
+        return 0.0
+    rows = json_lines(max(results, key=lambda p: p.stat().st_mtime))[0]
+    return float(keys.get(rows[-1], keys.ENV_STEPS, 0) or 0) / budget if rows else 0.0
+
+
+def node_kills(
+    sweep: str,
+    argv: list[str],
+    folder: Path,
+    *,
+    rng: random.Random,
+    workers: int,
+    p: float,
+    interval_s: float,
+    warmup_s: float,
+    replace_after_s: float,
+    budget: float,
+    log: Path,
+    max_kills: int | None = None,
+    timeout_s: float = 3600.0,
+) -> dict[str, Any]:
+    """``sweep`` on a new local cluster with random worker-node kills (none before its trials
+    sample, none in their last stretch); what happened, checked."""
+    cluster = LocalCluster(workers)
+    try:
+        t0 = time.monotonic()
+        proc = start_sweep(sweep, [*argv, "--address", cluster.address], log)
+        killer = NodeKiller(
+            cluster,
+            rng,
+            p=p,
+            interval_s=interval_s,
+            warmup_s=warmup_s,
+            replace_after_s=replace_after_s,
+            allowed=lambda: 0 < _budget_share(folder, budget) < KILL_BEFORE_SHARE,
+            max_kills=max_kills,
+        )
+        killer.start()
+        rc = SweepProcesses(proc.pid).watch(proc, timeout_s)
+        killer.stop.set()
+        killer.join(timeout=30)
+        if rc is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        wall = round(time.monotonic() - t0, 2)
+    finally:
+        cluster.shutdown()
+    check = check_sweep(folder)
+    disagree = final_agrees(folder)
+    check["final_disagrees"] = disagree
+    if disagree:
+        check["ok"] = False
+        check["problems"].extend(disagree)
+    return {
+        "rc": rc,
+        "wall_s": wall,
+        "kills": killer.kills,
+        "check": check,
+        "rates": rates_around(folder, killer.kills),
+    }
+
+
+def head_loss(
+    sweep: str,
+    argv: list[str],
+    folder: Path,
+    *,
+    rng: random.Random,
+    workers: int,
+    warmup_s: tuple[float, float],
+    log: Path,
+    timeout_s: float = 3600.0,
+) -> dict[str, Any]:
+    """``sweep`` on a local cluster whose head (and the driver with it) is killed once after a
+    random warm-up; a new cluster, and ``--resume`` from the sweep's folder to the end."""
+    cluster = LocalCluster(workers)
+    delay = rng.uniform(*warmup_s)
+    t0 = time.monotonic()
+    try:
+        proc = start_sweep(sweep, [*argv, "--address", cluster.address], log)
+        processes = SweepProcesses(proc.pid)
+        rc = processes.watch(proc, delay)
+        lost_at = round(time.monotonic() - t0, 2)
+        if rc is None:  # still running: the head goes, and the driver with it
+            os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        cluster.shutdown()
+    if rc is not None:
+        return {"rc": rc, "head_lost": False, "check": check_sweep(folder)}
+    proc.wait(timeout=30)
+    again = LocalCluster(workers)
+    try:
+        argv_again = ["--resume", str(folder), "--address", again.address]
+        resumed = start_sweep(sweep, argv_again, log.with_suffix(".resume.log"))
+        rc = SweepProcesses(resumed.pid).watch(resumed, timeout_s)
+    finally:
+        again.shutdown()
+    check = check_sweep(folder)
+    disagree = final_agrees(folder)
+    if disagree:
+        check["ok"] = False
+        check["problems"].extend(disagree)
+    return {
+        "rc": rc,
+        "head_lost": True,
+        "lost_at_s": lost_at,
+        "wall_s": round(time.monotonic() - t0, 2),
+        "check": check,
+    }
+
+
+def node_experiment(args: Any, out: Path) -> list[dict[str, Any]]:
+    """``nodes``: per seed, the sweep on a fresh cluster with random worker-node kills; ``head``:
+    per seed, the sweep's head lost once and the sweep resumed on a new cluster."""
+    import shlex
+
+    runs = []
+    for seed in args.seeds:
+        rng = random.Random(seed)
+        name = f"seed{seed}"
+        argv = [
+            *shlex.split(args.sweep_args),
+            *("--seed", str(seed), "--progress-interval-s", "600"),
+            *("--max-failures", str(MAX_FAILURES)),
+            *("--storage-path", str(out), "--name", name),
+        ]
+        if args.kind == "nodes":
+            result = node_kills(
+                args.sweep,
+                argv,
+                out / name,
+                rng=rng,
+                workers=args.workers,
+                p=args.kill_p,
+                interval_s=args.interval_s,
+                warmup_s=args.warmup_s,
+                replace_after_s=args.replace_after_s,
+                budget=_trial_budget(args.sweep, argv),
+                log=out / f"{name}.log",
+                max_kills=args.max_kills,
+            )
+        else:
+            result = head_loss(
+                args.sweep,
+                argv,
+                out / name,
+                rng=rng,
+                workers=args.workers,
+                warmup_s=args.delay_s,
+                log=out / f"{name}.log",
+            )
+        runs.append({"seed": seed, "sweep": args.sweep, "faulty": result})
+        print(node_line(args.kind, runs[-1]), flush=True)
+    return runs
+
+
+def _trial_budget(sweep: str, argv: list[str]) -> float:
+    """A trial's env-step budget (its --stop-timesteps, as the sweep parses its flags)."""
+    import importlib
+
+    from sweeps.harness.cli import parse_args
+
+    module = importlib.import_module(f"sweeps.{sweep}")
+    return float(parse_args(module.SWEEP, argv, new_folder=False).stop_timesteps or 0)
+
+
+def node_line(kind: str, entry: dict[str, Any]) -> str:
+    f = entry["faulty"]
+    c = f["check"]
+    what = (
+        f"{len(f['kills'])} node kills, Tune retries {c.get('tune_retries')}"
+        if kind == "nodes"
+        else (
+            "head lost at " + f"{f.get('lost_at_s')} s, resumed"
+            if f.get("head_lost")
+            else "the sweep ended before the head was lost"
+        )
+    )
+    return f"[faults] {entry['sweep']} seed {entry['seed']}: {what}, rc {f['rc']}; checks " + (
+        "passed" if c["ok"] else "FAILED: " + "; ".join(c["problems"])
+    )
