@@ -96,6 +96,8 @@ ITERATION_COLUMNS = [
     "env_steps",  # env steps sampled, lifetime
     "train_time_s",  # training wall-clock, evaluation excluded (the suite's clock)
     "eval_time_s",  # wall-clock spent in greedy evaluation, cumulative
+    "periodic_eval_s",  # of it, periodic greedy evaluation (the checks excluded), cumulative
+    "evaluations",  # periodic greedy evaluations run, lifetime (--eval-share thins them)
     "time_total_s",  # Tune's total wall-clock (includes evaluation)
     "return_mean",  # training episodes (exploring policy)
     "return_min",
@@ -109,7 +111,7 @@ ITERATION_COLUMNS = [
     *CPU_COLUMNS,
 ]
 # Iteration columns that tables written before them lack (read as NaN there).
-OPTIONAL_COLUMNS = ["entropy", *CONFIRM_COLUMNS, *CPU_COLUMNS]
+OPTIONAL_COLUMNS = ["periodic_eval_s", "evaluations", "entropy", *CONFIRM_COLUMNS, *CPU_COLUMNS]
 TRIAL_COLUMNS = [
     "trial_status",
     # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)

@@ -399,6 +399,8 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "env_steps": env_steps,
         "train_time_s": train_time,
         "eval_time_s": eval_time,
+        "periodic_eval_s": number(keys.get(result, keys.PERIODIC_EVAL_S)),
+        "evaluations": number(keys.get(result, keys.EVALUATIONS)),
         "time_total_s": total_time,
         "return_mean": number(keys.get(result, keys.RETURN_MEAN)),
         "return_min": number(keys.get(result, keys.RETURN_MIN)),

@@ -7,6 +7,7 @@ tests/test_analysis.py checks it."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -150,6 +151,17 @@ def _final(c: pd.Series, column: str, fmt=fmt_float) -> str:
     return fmt_spread(c[column], fmt)
 
 
+EVAL_SHARE = "periodic evaluation, % of training clock"
+NO_SPREAD = (math.nan, math.nan, math.nan)
+
+
+def _has_eval_share(configs: pd.DataFrame) -> bool:
+    """Whether the runs measured periodic evaluation's cost (runs before it did not)."""
+    if "eval_share" not in configs:
+        return False
+    return any(not is_missing(v[0]) and v[0] > 0 for v in configs["eval_share"])
+
+
 def final_cells(c: pd.Series) -> dict[str, str]:
     """Final-value cells of one configuration (median over seeds (min–max); from 5 seeds on,
     the interquartile mean with its 95% interval)."""
@@ -162,6 +174,7 @@ def final_cells(c: pd.Series) -> dict[str, str]:
         PCT: _final(c, "final_pct_of_optimum", fmt_pct)
         + (f" {HELD_OUT_MARK}" if c.get("pct_held_out") else ""),
         STEPS_PER_S: fmt_spread(c["env_steps_per_s"], fmt_int),
+        EVAL_SHARE: fmt_spread(tuple(100.0 * v for v in c.get("eval_share", NO_SPREAD)), fmt_pct),
     }
 
 
@@ -229,6 +242,9 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
     if episodes:
         header[5:5] = [final_eval, *([sampled_eval] if sampled else [])]
     final_evals = {final_eval: "final_eval", sampled_eval: "final_eval_sampled"}
+    shares = _has_eval_share(w.configs)
+    if shares:
+        header.append(EVAL_SHARE)
     rows = [
         [
             c["config"],
@@ -251,7 +267,9 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
                         else f"*{name} policy (reference, {r['episodes']} seeded episodes, "
                         "measured in these runs)*"
                     )
-                    cells = [DASH] * (len(header) - 4) + [fmt_float(r[name]), fmt_pct(pct), DASH]
+                    extra = int(shares)  # the evaluation-cost column, after the steps/s one
+                    cells = [DASH] * (len(header) - 4 - extra)
+                    cells += [fmt_float(r[name]), fmt_pct(pct), DASH] + [DASH] * extra
                     rows.append([label, *cells])
     return [
         "### Final performance",
@@ -276,6 +294,13 @@ def performance_section(w: Workload, references: pd.DataFrame | None) -> list[st
             "trains the distribution, not its arg-max: where the greedy figure falls far below "
             "the sampled one, the arg-max policy locks into games the sampled one does not play."
             if sampled
+            else ""
+        )
+        + (
+            " Periodic evaluation's cost is its seconds (the confirming checks' left out) over "
+            "the training clock's, at the end of each seed (`--eval-share` caps it: an "
+            "evaluation that would take it over is skipped)."
+            if shares
             else ""
         ),
         "",

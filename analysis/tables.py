@@ -71,6 +71,7 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
     finals += ["final_eval_return", "final_eval_episodes", "final_eval_pct", "pct_held_out"]
     finals += ["final_eval_exact_pct", "final_eval_exact_heuristic_pct", "final_eval_sampled"]
+    finals += ["eval_share"]
     rows = []
     for (experiment, trial_id), g in runs.groupby(TRIAL_KEY, sort=True):
         g = g.sort_values("training_iteration")
@@ -100,6 +101,9 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
                 g.get("final_eval_exact_heuristic_pct", pd.Series(dtype=float))
             ),
             final_eval_sampled=_final(g.get("final_eval_sampled_return", pd.Series(dtype=float))),
+            # Periodic greedy evaluation's seconds over the training clock's, at the end
+            eval_share=_final(g.get("periodic_eval_s", pd.Series(dtype=float)))
+            / max(g["train_time_s"].max(), 1e-9),
         )
         rows.append(row)
     return pd.DataFrame(rows, columns=TRIAL_KEY + first + finals)
@@ -234,6 +238,7 @@ def configurations(selected: pd.DataFrame) -> pd.DataFrame:
                 "pct_held_out": bool(g["pct_held_out"].all()),
                 "final_exact_pct": spread(g["final_eval_exact_pct"]),
                 "exact_heuristic_pct": g["final_eval_exact_heuristic_pct"].max(),
+                "eval_share": spread(g["eval_share"]),
             }
         )
     if not rows:

@@ -114,7 +114,8 @@ def make_config(args: argparse.Namespace):
     from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
 
     config = cabs_config(ApexDQNConfig())
-    config.training(**dqn_family.EXTENSIONS, epsilon=0.4, lr=lr_schedule(3e-3, BUDGET["base"]))
+    # cabs_config's learning rate (its one home), decaying over the budget
+    config.training(**dqn_family.EXTENSIONS, epsilon=0.4, lr=lr_schedule(config.lr, BUDGET["base"]))
     if args.variant == "requests":
         # γ from dqn_family.cabs, a lower lr over the longer budget, the base variant's replay
         # ratio 8 (probes: benchmarks/apex_cabs_bench.py --env CabsRequests-v0).
@@ -188,6 +189,7 @@ SWEEP = runner.Sweep(
                 "max_concurrent_trials": 2,
                 "eval_interval": 1,
                 "eval_episodes": 5,
+                "eval_share": 0.0,  # (recorded before --eval-share: no cap)
                 "final_episodes": 100,
             },
             source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",

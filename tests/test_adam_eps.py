@@ -20,7 +20,7 @@ def test_the_learners_adam_takes_the_configured_eps_and_keeps_the_lr_schedule(al
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
-    from sweeps.algorithms.vtrace import bootstrapped_learner
+    from sweeps.algorithms.pg_learner import learner_class as bootstrapped_learner
 
     def learner(settings):
         config = {"IMPALA": IMPALAConfig, "APPO": APPOConfig}[algo]()

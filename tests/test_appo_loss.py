@@ -94,7 +94,7 @@ def _on_cartpole(config):
     from ray.rllib.core import DEFAULT_MODULE_ID
     from ray.rllib.core.columns import Columns
 
-    from sweeps.algorithms.vtrace import bootstrapped_learner
+    from sweeps.algorithms.pg_learner import learner_class as bootstrapped_learner
 
     config = config.environment("CartPole-v1").env_runners(rollout_fragment_length=FRAGMENT)
     config.training(learner_class=bootstrapped_learner(config))

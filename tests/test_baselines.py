@@ -207,6 +207,28 @@ def test_results_carry_the_suites_keys_and_the_clock_leaves_evaluation_out(tmp_p
     pct = keys.get(last, keys.PCT_OF_OPTIMUM)
     assert math.isfinite(pct) and (pct > 0) == (keys.get(last, keys.GREEDY_RETURN) > 0)
     assert keys.get(last, keys.CPU)["processes"] == 1
+    assert keys.get(last, keys.EVALUATIONS) == 3  # cabs: no --eval-share, one each iteration
+    assert 1.2 <= keys.get(last, keys.PERIODIC_EVAL_S) <= evaluation
+
+
+def test_the_baseline_keeps_evaluation_to_its_share_as_the_four_do(tmp_path, monkeypatch):
+    from sweeps.harness import held_out_eval
+
+    real_play = held_out_eval.play
+
+    def slow_play(module, env_id, env_config, episodes, seed, sampled=False):
+        time.sleep(0.4)
+        return real_play(module, env_id, env_config, episodes, seed, sampled)
+
+    monkeypatch.setattr(held_out_eval, "play", slow_play)
+    trial = _trainable(tmp_path, monkeypatch, eval_share=0.25)
+    try:
+        results = [trial.train() for _ in range(3)]
+    finally:
+        trial.stop()
+    # The first evaluation (>= 0.4 s) ran; a second needs >= 3.2 s of training at 25%: 0.9 s ran.
+    assert [keys.get(r, keys.EVALUATIONS) for r in results] == [1, 1, 1]
+    assert keys.get(results[-1], keys.PERIODIC_EVAL_S) >= 0.4
 
 
 def test_a_check_plays_the_confirmed_targets_seeded_episodes(tmp_path, monkeypatch):

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import importlib
 import json
+from pathlib import Path
 
 import pytest
 
 from sweeps.__main__ import sweeps as listed_sweeps
 
+ROOT = Path(__file__).resolve().parents[1]
 SWEEPS = list(listed_sweeps())  # every sweeps/<algo>_<env>.py, as `python -m sweeps` lists them
 
 
@@ -294,6 +296,12 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path, capsys, ray_sessio
     assert "[dry-run] budget: sweep wall-clock 900 s" in out
     assert "[dry-run]   hp/lr: loguniform(" in out
     assert "[dry-run] trial 1: the tuned defaults" in out
+    # trial 0's settings, as tests/snapshots/trial0/dqn_cabs.json pins them; --verbose lists them
+    n = len(json.loads((ROOT / "tests/snapshots/trial0/dqn_cabs.json").read_text()))
+    assert f"[dry-run] trial 0 sets {n} settings away from the algorithm's defaults (--" in out
+    assert dqn_cabs.main(["--storage-path", str(storage), "--dry-run", "--verbose"]) == 0
+    listed = [line for line in capsys.readouterr().out.splitlines() if " = " in line]
+    assert len(listed) == n and any(line.startswith("[dry-run]   lr = ") for line in listed)
     assert not storage.exists()
 
 

@@ -195,7 +195,7 @@ def test_a_real_appo_learner_lowers_its_floor_and_rate_as_the_training_return_ri
     from ray.rllib.core import DEFAULT_MODULE_ID
 
     from sweeps.algorithms.kl_lr import RETURN_SCALE_METRIC
-    from sweeps.algorithms.vtrace import bootstrapped_learner
+    from sweeps.algorithms.pg_learner import learner_class as bootstrapped_learner
     from sweeps.harness import keys
     from sweeps.harness.callbacks import SuiteCallbacks
 

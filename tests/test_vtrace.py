@@ -14,11 +14,11 @@ import torch
 from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import vtrace_torch
 from ray.rllib.core.columns import Columns
 
-from sweeps.algorithms.vtrace import (
+from sweeps.algorithms.pg_learner import (
     BootstrappedAPPOTorchLearner,
     BootstrappedIMPALATorchLearner,
-    _with_appended_steps_off_policy,
 )
+from sweeps.algorithms.vtrace import _with_appended_steps_off_policy
 
 GAMMA = 0.99
 VALUE = -0.5
@@ -92,7 +92,7 @@ def test_an_update_left_with_no_episodes_is_skipped() -> None:
     empty list and took the trial with it; an update with episodes goes on as before."""
     from ray.rllib.core.learner.training_data import TrainingData
 
-    from sweeps.algorithms.vtrace import BootstrappedAPPOTorchLearner, _SkipLostEpisodes
+    from sweeps.algorithms.pg_learner import SkipLostEpisodes
 
     class RLlibLearner:  # stands for RLlib's IMPALA/APPO learner below the mixin
         trained: list = []
@@ -101,7 +101,7 @@ def test_an_update_left_with_no_episodes_is_skipped() -> None:
             self.trained = [*self.trained, (training_data.episodes, kwargs)]
             return {"updated": True}
 
-    class Learner(_SkipLostEpisodes, RLlibLearner):
+    class Learner(SkipLostEpisodes, RLlibLearner):
         pass
 
     learner = Learner()
@@ -110,4 +110,28 @@ def test_an_update_left_with_no_episodes_is_skipped() -> None:
     episode = object()
     assert learner.update(TrainingData(episodes=[episode]), timesteps={}) == {"updated": True}
     assert learner.trained == [([episode], {"timesteps": {}})]
-    assert BootstrappedAPPOTorchLearner.__mro__[1] is _SkipLostEpisodes
+    assert BootstrappedAPPOTorchLearner.__mro__[1] is SkipLostEpisodes
+
+
+def test_the_learner_composes_its_extras_in_the_order_its_module_explains():
+    """One place (``pg_learner.EXTRAS``): outermost first, then the loss options, then RLlib's."""
+    from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
+    from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLearner
+
+    from sweeps.algorithms import pg_learner, vtrace
+    from sweeps.algorithms.appo_loss import APPOLossOptions
+    from sweeps.algorithms.impala_loss import IMPALALossOptions
+
+    for learner, loss, rllib in (
+        (BootstrappedIMPALATorchLearner, IMPALALossOptions, IMPALATorchLearner),
+        (BootstrappedAPPOTorchLearner, APPOLossOptions, APPOTorchLearner),
+    ):
+        assert learner.__bases__ == (*pg_learner.EXTRAS, loss, rllib)
+    names = [cls.__name__ for cls in pg_learner.EXTRAS]
+    doc = pg_learner.__doc__
+    assert [doc.index(f"``{name}``") for name in names] == sorted(
+        doc.index(f"``{name}``") for name in names
+    )
+    # A config pickled when the learners lived in vtrace.py finds them there still.
+    assert vtrace.BootstrappedAPPOTorchLearner is BootstrappedAPPOTorchLearner
+    assert vtrace.bootstrapped_learner is pg_learner.learner_class

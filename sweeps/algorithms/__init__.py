@@ -10,9 +10,10 @@
 * :mod:`sweeps.algorithms.masked_dqn`: the action-masked DQN RLModule for ``CabsRequests-v0``
   (used by DQN and Ape-X alike) and ``dqn_module_spec(env_id)``.
 * :mod:`sweeps.algorithms.masking`: the action-masked IMPALA / APPO RLModules for the same env.
-* :mod:`sweeps.algorithms.vtrace`: IMPALA / APPO learners whose V-trace targets keep the
-  bootstrap value at each fragment's end (RLlib 2.60's loss cancels it); every IMPALA and APPO
-  config of the suite uses them; :mod:`~sweeps.algorithms.entropy_target` and
+* :mod:`sweeps.algorithms.pg_learner`: the IMPALA / APPO learner every IMPALA and APPO config
+  of the suite uses, RLlib's with the extras composed on it (their order explained there):
+  :mod:`~sweeps.algorithms.vtrace` keeps the V-trace bootstrap value at each fragment's end
+  (RLlib 2.60's loss cancels it); :mod:`~sweeps.algorithms.entropy_target` and
   :mod:`~sweeps.algorithms.kl_lr` are their optional entropy target and learning-rate scales (by
   the KL, by the training return), :mod:`~sweeps.algorithms.training_return` hands both the
   training return, :mod:`~sweeps.algorithms.adam_eps` sets their Adam's epsilon, and

@@ -30,7 +30,7 @@ fragment's. (A minibatch can also end inside a chunk; RLlib then bootstraps that
 an unrelated value, :func:`vtrace_flat` leaves it out.)
 
 :class:`APPOLossOptions`, a mixin right before RLlib 2.60's ``APPOTorchLearner`` (the suite's APPO
-learner, ``sweeps/algorithms/vtrace.py``): with any option on, the loss is :func:`appo_loss`,
+learner, ``sweeps/algorithms/pg_learner.py``): with any option on, the loss is :func:`appo_loss`,
 RLlib's own with the advantages passed through a transform and V-trace taken from :func:`vtrace`
 (RLlib's recursion with λ in the traces) or :func:`vtrace_flat`; with all off it *is* RLlib's loss
 (``super()``). ``tests/test_appo_loss.py`` checks that :func:`appo_loss` with all off computes

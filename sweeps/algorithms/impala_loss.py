@@ -9,7 +9,7 @@ minibatch instead: every trace runs to its chunk's end. Every other term of RLli
 step, so the flat layout serves it unchanged.
 
 :class:`IMPALALossOptions`, a mixin right before RLlib 2.60's ``IMPALATorchLearner`` (the suite's
-IMPALA learner, ``sweeps/algorithms/vtrace.py``): with the switch off the loss *is* RLlib's
+IMPALA learner, ``sweeps/algorithms/pg_learner.py``): with the switch off the loss *is* RLlib's
 (``super()``). ``tests/test_appo_loss.py`` checks that on rows holding one chunk each (where
 RLlib's rows cut no trace) the two give the same loss, and that on drifting rows they do not.
 """

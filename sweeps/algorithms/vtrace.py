@@ -1,4 +1,5 @@
-"""IMPALA and APPO learners whose V-trace targets keep the bootstrap value at a fragment's end.
+"""The fix of IMPALA's and APPO's learners whose V-trace targets lose the bootstrap value at a
+fragment's end.
 
 RLlib 2.60's new-stack IMPALA and APPO losses append one timestep to every episode chunk
 (``AddOneTsToEpisodesAndTruncate``: the last observation again, reward 0, loss mask off) so that
@@ -17,31 +18,15 @@ above any target log-prob, only where the loss mask is off), which is what V-tra
 real step's target is ``r + gamma * V(x_T)``. Nothing else in the loss changes: every term that
 reads the appended timestep is already masked out.
 
-Use: ``config.training(learner_class=bootstrapped_learner(config))``
-(``sweeps/workloads/rllib_config.py`` does it for every IMPALA and APPO config of the suite). The
-same learners take an optional entropy target (``sweeps/algorithms/entropy_target.py``: a floor
-under the policy's entropy) and an optional KL-adapted learning rate
-(``sweeps/algorithms/kl_lr.py``), each off unless ``learner_config_dict`` sets it, and both can run
-V-trace over whole chunks (``sweeps/algorithms/appo_loss.py``, ``impala_loss.py``); APPO's
-optionally standardises its advantages per minibatch and takes V-trace with the config's
-``lambda_``, which RLlib's own APPO learner ignores (``sweeps/algorithms/appo_loss.py``). An
-update whose episodes were all lost with a dead env runner is skipped (``_SkipLostEpisodes``).
+``KeepBootstrap`` does it, as one of the extras of the suite's IMPALA and APPO learner
+(``sweeps/algorithms/pg_learner.py``, where they are composed and their order explained).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ray.rllib.algorithms.appo.appo import APPOConfig
-from ray.rllib.algorithms.appo.torch.appo_torch_learner import APPOTorchLearner
-from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLearner
 from ray.rllib.core.columns import Columns
-
-from sweeps.algorithms.adam_eps import AdamEps
-from sweeps.algorithms.appo_loss import APPOLossOptions
-from sweeps.algorithms.entropy_target import EntropyTarget
-from sweeps.algorithms.impala_loss import IMPALALossOptions
-from sweeps.algorithms.kl_lr import KLAdaptiveLR
 
 # log rho = target logp - behaviour logp <= 0 - OFF_POLICY = -50: rho = 2e-22, i.e. 0 in float32
 # arithmetic, and exp(+50 + 2) in APPO's (clipped) ratio of behaviour to target network is finite.
@@ -59,7 +44,7 @@ def _with_appended_steps_off_policy(batch: Any) -> Any:
     return {**batch, Columns.ACTION_LOGP: fixed}
 
 
-class _KeepBootstrap:
+class KeepBootstrap:
     """Mixin before an RLlib IMPALA/APPO torch learner: its loss on the fixed batch."""
 
     def compute_loss_for_module(self, *, module_id, config, batch, fwd_out):
@@ -71,51 +56,18 @@ class _KeepBootstrap:
         )
 
 
-class _SkipLostEpisodes:
-    """Mixin before an RLlib IMPALA/APPO learner: an update left with no episodes is skipped.
-    RLlib 2.60 drops the episode refs of an env runner that died before the learner fetched
-    them (``TrainingData.solve_refs`` logs each), and where none is left its learner connector
-    fails on the empty list (an IndexError in ``AddOneTsToEpisodesAndTruncate``): the trial
-    failed and Tune started it again (``benchmarks/faults.py runners``, an env runner killed
-    on a slow host; ``tests/test_faults.py``)."""
-
-    def update(self, training_data, **kwargs):
-        training_data.solve_refs()  # (the learner's own call then finds nothing left to do)
-        if training_data.episodes is not None and not training_data.episodes:
-            return {}
-        return super().update(training_data, **kwargs)
+# The learners that carry the fix were defined here until they moved to pg_learner.py: a config
+# pickled before (a sweep's tuner.pkl, a checkpoint) names them here, and finds them.
+_MOVED = {
+    "BootstrappedIMPALATorchLearner": "BootstrappedIMPALATorchLearner",
+    "BootstrappedAPPOTorchLearner": "BootstrappedAPPOTorchLearner",
+    "bootstrapped_learner": "learner_class",
+}
 
 
-class BootstrappedIMPALATorchLearner(
-    _SkipLostEpisodes,
-    AdamEps,
-    KLAdaptiveLR,
-    EntropyTarget,
-    _KeepBootstrap,
-    IMPALALossOptions,
-    IMPALATorchLearner,
-):
-    """IMPALA's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, learning-rate scales, Adam epsilon and V-trace over whole
-    chunks)."""
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from sweeps.algorithms import pg_learner
 
-
-class BootstrappedAPPOTorchLearner(
-    _SkipLostEpisodes,
-    AdamEps,
-    KLAdaptiveLR,
-    EntropyTarget,
-    _KeepBootstrap,
-    APPOLossOptions,
-    APPOTorchLearner,
-):
-    """APPO's torch learner with the bootstrap value kept at each fragment's end (and an
-    optional entropy target, learning-rate scales, Adam epsilon, standardised advantages,
-    V-trace's λ and V-trace over whole chunks)."""
-
-
-def bootstrapped_learner(config: Any) -> type:
-    """The fixed learner class for an IMPALA or APPO config (APPO is IMPALA's subclass)."""
-    if isinstance(config, APPOConfig):
-        return BootstrappedAPPOTorchLearner
-    return BootstrappedIMPALATorchLearner
+        return getattr(pg_learner, _MOVED[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -19,7 +19,7 @@ from typing import Any
 from sweeps.baselines.hyperparams import Recipe, check
 
 # What a baseline's trial takes besides its hyperparameters (BaselineTrainable.setup).
-RUN_SETTINGS = ("iteration_s", "eval_interval", "eval_episodes")
+RUN_SETTINGS = ("iteration_s", "eval_interval", "eval_episodes", "eval_share")
 
 
 class BaselineConfig:
@@ -42,6 +42,7 @@ class BaselineConfig:
             "iteration_s": 1.0,
             "eval_interval": 1,
             "eval_episodes": 5,
+            "eval_share": 0.0,  # (no cap)
             "action_mask": None,  # [start, stop): the mask's slice of the observation
             **settings,
         }

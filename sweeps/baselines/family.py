@@ -57,6 +57,7 @@ def make_config_for(algo: str, workload: Workload) -> Any:
             env_config,
             eval_interval=args.eval_interval,
             eval_episodes=args.eval_episodes,
+            eval_share=float(getattr(args, "eval_share", 0.0) or 0.0),
             action_mask=list(mask) if mask is not None and algo in MASKED else None,
         )
         config.seed = args.seed

@@ -16,8 +16,9 @@ as any other:
   checkpoint writing excluded; the env steps sampled and trained;
 * the training return: the mean of the last 20 training episodes' returns (SB3's ``Monitor``,
   before any wrapper that clips rewards), as the suite's ``metrics_num_episodes_for_smoothing``;
-* the greedy return: every ``eval_interval`` iterations, ``eval_episodes`` episodes played
-  greedily side by side (``held_out_eval.play``), seeded ``PERIODIC_SEED`` on;
+* the greedy return: every ``eval_interval`` iterations where ``eval_share`` of the training
+  clock allows (``sweeps/harness/eval_share.py``, the four's rule), ``eval_episodes`` episodes
+  played greedily side by side (``held_out_eval.play``), seeded ``PERIODIC_SEED`` on;
 * the confirmed target (``sweeps/harness/confirm.py``): the same checks, on the same seeded
   episodes, as the four's, with the same ``Confirmation`` (its state in an RLlib
   ``MetricsLogger``, as there);
@@ -42,7 +43,7 @@ import numpy as np
 from ray import tune
 
 from sweeps.harness import confirm as confirm_target
-from sweeps.harness import cpu_time, keys
+from sweeps.harness import cpu_time, eval_share, keys
 from sweeps.harness.callbacks import suite_figures
 
 PERIODIC_SEED = 3_000_000  # greedy estimates' episodes: PERIODIC_SEED + 10,000 x seed + ...
@@ -204,9 +205,16 @@ class BaselineTrainable(tune.Trainable):
         eval_s = 0.0
         evaluation: dict[str, Any] = {}
         every = int(self.settings.get("eval_interval") or 0)
-        # RLlib's rule (evaluation_interval): after every ``every``-th iteration; and the last
-        if every and ((self.iteration + 1) % every == 0 or self.learning.finished):
+        ledger = eval_share.Ledger(self.metrics)
+        share = float(self.settings.get("eval_share") or 0.0)
+        # RLlib's rule (evaluation_interval): after every ``every``-th iteration, where the share
+        # of the training clock allows (the four's rule: sweeps/harness/eval_share.py); and the last
+        if every and (
+            ((self.iteration + 1) % every == 0 and ledger.due(train_time, share))
+            or self.learning.finished
+        ):
             evaluation, eval_s = self._evaluate()
+            ledger.spent(eval_s)
         cpu = self.cpu.advance(self.metrics)
         result = self._result(train_time, evaluation, cpu)
         if self.confirmation is not None:
@@ -223,6 +231,7 @@ class BaselineTrainable(tune.Trainable):
             self.metrics.log_value((*_CLOCK, "eval_s"), eval_s, reduce="lifetime_sum")
             self.cpu.restart_clock()  # evaluation is not the training's CPU time
         result[keys.SUITE][keys.EVAL_TIME_S[-1]] = self._clock("eval_s")
+        result[keys.SUITE].update(ledger.figures())
         result["done"] = self.learning.finished  # the recipe's n_timesteps ran out
         return result
 

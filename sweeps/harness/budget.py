@@ -64,6 +64,7 @@ WORK_FLAGS = (
     "max_concurrent_trials",
     "eval_interval",
     "eval_episodes",
+    "eval_share",
     "final_episodes",
 )
 
@@ -240,6 +241,7 @@ def predict(
 def cost_from_record(record: RunRecord, source: str) -> Cost:
     """A sweep's measured cost, from its run record (a finished default search): what a sweep
     file's ``costs`` holds, printed by ``python -m sweeps.harness.budget <sweep folder>``."""
+    from sweeps.harness.cli import RECORDED_BEFORE
     from sweeps.harness.sweep import Cost
 
     start, end = record.started_at, record.ended_at
@@ -254,7 +256,7 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
         busy_s=float(machine.busy_s),
         raw_env_rate=float(machine.raw_env_steps_per_s_at_start),
         cores=int(machine.cores or 0),
-        work=work(argparse.Namespace(**record.args)),
+        work=work(argparse.Namespace(**{**RECORDED_BEFORE, **record.args})),
         source=source,
     )
 

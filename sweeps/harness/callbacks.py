@@ -29,7 +29,7 @@ from envs import exact_optimum
 from sweeps.algorithms import entropy_target, kl_lr, training_return
 from sweeps.algorithms.apex.exploration import game_epsilon
 from sweeps.harness import confirm as confirm_target
-from sweeps.harness import cpu_time, keys
+from sweeps.harness import cpu_time, eval_share, keys
 from sweeps.harness.values import number
 
 
@@ -74,6 +74,11 @@ def _samples_then_trains(algorithm: Any) -> bool:
 CLOCK = "suite_clock"
 _CLOCK_TRAIN: tuple[str, str] = (CLOCK, "train_time_s")
 _CLOCK_EVAL: tuple[str, str] = (CLOCK, "eval_time_s")
+
+
+def training_clock_s(metrics: Any) -> float:
+    """The trial's training seconds so far (evaluation excluded), as of its latest result."""
+    return _peek(metrics, _CLOCK_TRAIN)
 
 
 def _peek(metrics: Any, key: tuple[str, str]) -> float:
@@ -223,6 +228,7 @@ class SuiteCallbacks(RLlibCallback):
         )
         train_time, eval_time = self._advance_clocks(metrics_logger)
         result.pop(CLOCK, None)  # RLlib's reduction of the sums, a result of its own otherwise
+        result.pop(eval_share.Ledger.KEY, None)  # (the same: suite/ carries its figures)
         cpu = self._cpu.advance(metrics_logger)
         result.pop(cpu_time.METRICS_KEY, None)  # (the same)
 
@@ -242,6 +248,7 @@ class SuiteCallbacks(RLlibCallback):
         suite = suite_figures(
             env_steps, train_time, trained, self._greedy_return, loss, cpu, self._optimum, eval_time
         )
+        suite.update(eval_share.Ledger(metrics_logger).figures())
         result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')
         if self._confirm is not None:
             suite.update(self._check_target(algorithm, metrics_logger, result, train_time))

@@ -68,7 +68,7 @@ SHARED_DEFAULTS: dict[str, Any] = {
 
 # What a flag added since means for a run recorded before it (--resume continues it as begun):
 # a run recorded before the confirmed target stopped at the first crossing.
-RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0}
+RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0, "eval_share": 0.0}
 
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
 RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
@@ -120,6 +120,13 @@ def _finite_float(text: str) -> float:
     value = _number(text)
     if not math.isfinite(value):
         raise argparse.ArgumentTypeError(f"must be finite, got {text}")
+    return value
+
+
+def _share(text: str) -> float:
+    value = _number(text, "a share")
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0 (0: no cap), got {text}")
     return value
 
 
@@ -363,6 +370,14 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     )
     o.add_argument("--eval-episodes", type=count(1), help="episodes per greedy evaluation")
     o.add_argument(
+        "--eval-share",
+        type=_share,
+        help="the most periodic greedy evaluation may cost, as a share of the training clock: "
+        "an evaluation --eval-interval asks for is skipped where it would take evaluation over "
+        "it (the first always runs; the confirmed target's checks never skip); 0: every "
+        "--eval-interval iterations whatever it costs",
+    )
+    o.add_argument(
         "--iteration-s",
         type=positive_float,
         help="minimum wall-clock per training iteration (the resolution of time-to-reward); "
@@ -409,6 +424,7 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
     per_workload = {
         "final_episodes": sweep.workload.final_episodes,
         "confirm_episodes": sweep.workload.confirm_episodes,
+        "eval_share": sweep.workload.eval_share,
     }
     p.set_defaults(**{**SHARED_DEFAULTS, **per_workload, **sweep.defaults})
     return p

@@ -34,6 +34,7 @@ SAME_FLAGS = (
     "num_envs_per_env_runner",
     "eval_interval",
     "eval_episodes",
+    "eval_share",
     "iteration_s",
     "set",
 )

@@ -49,7 +49,7 @@ def dry_run_lines(
     budget = f"{args.time_budget_s:g} s" if args.time_budget_s else "unlimited"
     evaluation = (
         f"greedy evaluation every {args.eval_interval} iteration(s), {args.eval_episodes} "
-        "episode(s)"
+        f"episode(s){_share(args)}"
         if args.eval_interval
         else "greedy evaluation off (trials judged by the training return)"
     )
@@ -92,5 +92,24 @@ def dry_run_lines(
         )
     if args.optuna_storage and not args.resume:
         lines.append(f"[dry-run] Optuna study (not created): {storage.study_call(args)}")
+    if not args.resume:
+        lines += _resolved_lines(config, verbose=args.verbose)
     lines.append("[dry-run] nothing started, nothing written")
     return "\n".join(lines)
+
+
+def _share(args: argparse.Namespace) -> str:
+    share = float(getattr(args, "eval_share", 0.0) or 0.0)
+    return f", skipped where it would cost over {share:.0%} of the training clock" if share else ""
+
+
+def _resolved_lines(config: Any, verbose: bool) -> list[str]:
+    """How many settings trial 0 moves from the algorithm's defaults; with --verbose, each
+    (``sweeps/harness/resolved.py``: the list its snapshot test pins)."""
+    from sweeps.harness import resolved
+
+    values = resolved.settings(config)
+    head = f"[dry-run] trial 0 sets {len(values)} settings away from the algorithm's defaults"
+    if not verbose:
+        return [head + " (--verbose lists them)"]
+    return [head + ":", *(f"[dry-run]   {line}" for line in resolved.lines(values))]

@@ -55,6 +55,10 @@ SUITE = "suite"
 ENV_STEPS: Key = (SUITE, "env_steps")  # env steps sampled, lifetime
 TRAIN_TIME_S: Key = (SUITE, "train_time_s")  # wall-clock in training_step, evaluation excluded
 EVAL_TIME_S: Key = (SUITE, "eval_time_s")  # wall-clock spent in greedy evaluation, cumulative
+# Periodic greedy evaluation alone (the confirmed target's checks excluded): its seconds and its
+# count, lifetime (sweeps/harness/eval_share.py keeps it within a share of the training clock).
+PERIODIC_EVAL_S: Key = (SUITE, "periodic_eval_s")
+EVALUATIONS: Key = (SUITE, "evaluations")
 ENV_STEPS_PER_S: Key = (SUITE, "env_steps_per_s")  # env steps sampled / train_time_s (lifetime)
 GREEDY_RETURN: Key = (SUITE, "greedy_return")  # latest greedy (explore=False) eval return mean
 PCT_OF_OPTIMUM: Key = (SUITE, "pct_of_optimum")  # greedy_return / exact optimum * 100 (cabs)

@@ -31,6 +31,9 @@ class Workload:
     # Seeded episodes a crossing of the target plays to confirm it (--confirm-episodes): enough
     # for a tight interval where episodes are short.
     confirm_episodes: int = 100
+    # --eval-share: the most periodic greedy evaluation may cost, as a share of the training clock
+    # (sweeps/harness/eval_share.py; 0: no cap).
+    eval_share: float = 0.25
     # Whether greedy evaluation (when on) judges trials; else the training return does.
     greedy_judged: bool = True
     # Whether a run always has targets (a run record without them is then a broken one).

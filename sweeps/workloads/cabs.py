@@ -22,6 +22,10 @@ VARIANTS = ("base", "requests")
 class Cabs(Workload):
     name = "cabs"
     final_episodes = 100  # a second or two per trial
+    # No cap on periodic evaluation: five month-long episodes side by side cost 15-18% of the main
+    # job's training clock (results/cabs/OVERHEAD.md), and a cap would thin only the first
+    # iterations' evaluations, the ones ASHA's first rung judges.
+    eval_share = 0.0
     has_targets = True
 
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:

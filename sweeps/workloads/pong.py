@@ -58,6 +58,7 @@ class Pong(Workload):
     has_targets = True
     benchmark_final_episodes = 10  # seeded greedy games of each final policy (judged by training)
     confirm_episodes = 10  # full games confirm a crossing of the target (a game is ~2k steps)
+    eval_share = 0.0  # periodic evaluation is off (judged by training); on where asked, uncapped
     raw_env_note = (
         " (on Pong: the vector env of games one runner steps in one call, ale-py's C++ "
         "preprocessing included)"

@@ -10,6 +10,7 @@ file adds only its algorithm's training settings. Imported lazily: it imports RL
 from __future__ import annotations
 
 import argparse
+import functools
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
@@ -18,6 +19,7 @@ from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from sweeps.harness.callbacks import SuiteCallbacks
+from sweeps.harness.eval_share import evaluate_within_share
 
 
 def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
@@ -41,6 +43,8 @@ def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig
             evaluation_config=AlgorithmConfig.overrides(
                 explore=False, num_envs_per_env_runner=args.eval_episodes
             ),
+            # Within --eval-share of the training clock (sweeps/harness/eval_share.py)
+            custom_evaluation_function=_within_share(args),
         )
         .callbacks(SuiteCallbacks)
         # An env runner that dies is restarted (a trial that fails is retried by Tune from its
@@ -55,13 +59,22 @@ def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig
     )
 
 
+def _within_share(args: argparse.Namespace) -> Any:
+    """The periodic evaluation, every ``--eval-interval`` iterations where it keeps to
+    ``--eval-share`` of the training clock (0: always), and counted; None where it is off."""
+    if not args.eval_interval:
+        return None
+    share = float(getattr(args, "eval_share", 0.0) or 0.0)
+    return functools.partial(evaluate_within_share, share=share)
+
+
 def _bootstrapped_vtrace(config: AlgorithmConfig) -> AlgorithmConfig:
     """IMPALA and APPO (its subclass) learn with V-trace targets that keep the bootstrap value at
-    each fragment's end (``sweeps/algorithms/vtrace.py``: RLlib 2.60's loss cancels it)."""
+    each fragment's end, and the suite's other learner extras (``algorithms/pg_learner.py``)."""
     if isinstance(config, IMPALAConfig):
-        from sweeps.algorithms.vtrace import bootstrapped_learner
+        from sweeps.algorithms.pg_learner import learner_class
 
-        config.learners(learner_class=bootstrapped_learner(config))
+        config.learners(learner_class=learner_class(config))
     return config
 
 

@@ -1,0 +1,86 @@
+"""Periodic greedy evaluation within a share of the training clock (``--eval-share``, issue 64
+part 4): the rule, its ledger over a checkpoint, the flag, and a real RLlib algorithm whose
+evaluations the share thins (and one it leaves alone)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+from sweeps.harness import eval_share, keys
+
+
+def test_the_first_evaluation_always_runs_then_the_share_decides():
+    assert eval_share.due(train_s=0.0, spent_s=0.0, evaluations=0, share=0.25)
+    # One evaluation of 1 s so far: the next is guessed at 1 s, so 2 s of evaluation in all
+    # needs 8 s of training at 25%.
+    assert not eval_share.due(train_s=7.9, spent_s=1.0, evaluations=1, share=0.25)
+    assert eval_share.due(train_s=8.0, spent_s=1.0, evaluations=1, share=0.25)
+    # The guess is the mean evaluation: 4 of 0.5 s each, the fifth within 25% of 10 s.
+    assert eval_share.due(train_s=10.0, spent_s=2.0, evaluations=4, share=0.25)
+    assert not eval_share.due(train_s=9.9, spent_s=2.0, evaluations=4, share=0.25)
+    assert eval_share.due(train_s=0.0, spent_s=100.0, evaluations=9, share=0.0)  # 0: no cap
+
+
+def test_the_ledger_goes_on_from_a_checkpoint():
+    metrics = MetricsLogger(root=True)
+    ledger = eval_share.Ledger(metrics)
+    assert ledger.figures() == {keys.PERIODIC_EVAL_S[-1]: 0.0, keys.EVALUATIONS[-1]: 0}
+    ledger.spent(0.5)
+    ledger.spent(1.5)
+    restored = MetricsLogger(root=True)
+    restored.set_state(metrics.get_state())  # what RLlib writes into every checkpoint
+    again = eval_share.Ledger(restored)
+    assert again.figures() == {keys.PERIODIC_EVAL_S[-1]: 2.0, keys.EVALUATIONS[-1]: 2}
+    assert not again.due(train_s=11.9, share=0.25) and again.due(train_s=12.0, share=0.25)
+
+
+def test_the_flag_takes_a_share_and_refuses_a_negative_one(capsys):
+    from sweeps.appo_cabs import SWEEP as CABS
+    from sweeps.dqn_gym import SWEEP as GYM
+    from sweeps.harness.cli import build_parser
+
+    assert build_parser(GYM).parse_args([]).eval_share == 0.25  # the workload's default
+    assert build_parser(CABS).parse_args([]).eval_share == 0.0  # cabs: no cap
+    assert build_parser(GYM).parse_args(["--eval-share", "0.1"]).eval_share == 0.1
+    with pytest.raises(SystemExit) as exit_info:
+        build_parser(GYM).parse_args(["--eval-share", "-1"])
+    assert exit_info.value.code == 2
+    assert "--eval-share: must be >= 0" in capsys.readouterr().err
+
+
+def _train(share: float, iterations: int = 4) -> list[dict]:
+    """A small DQN on CartPole through the generic workload's config, evaluating every iteration
+    within ``share``."""
+    from sweeps import gym_family
+    from sweeps.dqn_gym import SWEEP
+    from sweeps.harness.cli import build_parser
+
+    args: argparse.Namespace = build_parser(SWEEP).parse_args(
+        ["--env", "CartPole-v1", "--num-env-runners", "0", "--eval-episodes", "2"]
+    )
+    args.eval_share = share
+    config = gym_family.make_config("dqn", args).reporting(min_time_s_per_iteration=0.2)
+    algo = config.build()
+    try:
+        return [algo.train() for _ in range(iterations)]
+    finally:
+        algo.stop()
+
+
+def test_a_tiny_share_evaluates_once_and_no_share_every_iteration(ray_session):
+    thinned = _train(share=1e-9)
+    counts = [keys.get(r, keys.EVALUATIONS) for r in thinned]
+    assert counts == [1, 1, 1, 1]  # the first, then never within a billionth of the clock
+    first = keys.get(thinned[0], keys.EVAL_RETURN_MEAN)
+    assert math.isfinite(first) and keys.get(thinned[-1], keys.GREEDY_RETURN) == first
+    spent = keys.get(thinned[-1], keys.PERIODIC_EVAL_S)
+    assert 0 < spent <= keys.get(thinned[-1], keys.EVAL_TIME_S)
+    assert all(eval_share.Ledger.KEY not in r for r in thinned)  # the ledger is not a result
+
+    every = _train(share=0.0)
+    assert [keys.get(r, keys.EVALUATIONS) for r in every] == [1, 2, 3, 4]
+    assert all(math.isfinite(keys.get(r, keys.EVAL_RETURN_MEAN)) for r in every)
