@@ -6,6 +6,8 @@ and what the report says of the runs against the issue's goals. The runs themsel
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks.faultlab import nodes
 
 
@@ -46,3 +48,86 @@ def test_the_report_counts_node_kills_and_head_losses_against_the_goals():
     assert "1 time(s), finished with nothing lost in 1" in lines[2]
     table = _node_table("head", head)
     assert "| apex_cabs | 0 | head lost at 41 s | 2 | 3 of 3 | 0 / 0 | - | passed |" in table
+
+
+class _FakeCluster:
+    """Worker nodes as names; kills and joins in the order they happen."""
+
+    def __init__(self, workers):
+        self.nodes = [f"n{i}" for i in range(workers)]
+        self.events, self.joined = [], workers
+
+    def workers(self):
+        return [type("Node", (), {"node_id": n})() for n in self.nodes]
+
+    def kill(self, node):
+        self.nodes.remove(node.node_id)
+        self.events.append(("kill", node.node_id))
+
+    def add_worker(self):
+        self.nodes.append(f"n{self.joined}")
+        self.events.append(("join", f"n{self.joined}"))
+        self.joined += 1
+
+
+def test_nodes_are_killed_and_replaced_from_the_calling_thread_on_schedule():
+    import random
+
+    now = [0.0]
+    cluster = _FakeCluster(2)
+    killer = nodes.NodeKiller(
+        cluster, random.Random(0), p=1.0, interval_s=1.0, warmup_s=5.0, replace_after_s=2.0,
+        max_kills=3, clock=lambda: now[0],
+    )  # fmt: skip
+    for t in [0.0, 3.0, 5.9]:  # warm-up and first interval: nothing yet
+        now[0] = t
+        assert killer.tick() is False
+    assert cluster.events == []
+    now[0] = 6.0  # both nodes drawn; their successors join 2 s later, none drawn meanwhile
+    killer.tick()
+    assert cluster.events == [("kill", "n0"), ("kill", "n1")]
+    now[0] = 7.5
+    killer.tick()
+    assert len(cluster.events) == 2
+    now[0] = 8.0
+    killer.tick()
+    assert cluster.events[2:] == [("join", "n2"), ("join", "n3")]
+    now[0] = 9.0  # the third kill is the last (max_kills)
+    killer.tick()
+    now[0] = 30.0
+    killer.tick()
+    assert [e for e in cluster.events if e[0] == "kill"][2:] == [("kill", "n2")]
+    assert len(killer.kills) == 3 and cluster.nodes == ["n3", "n4"]
+
+
+def test_a_trials_last_result_is_read_from_its_run_metadata():
+    import json
+
+    last = {"training_iteration": 8, "suite": {"greedy_return": 2880.0}}
+    meta = json.dumps({"num_failures": 0, "last_result": last})
+    assert nodes._last_result(meta) == last
+    assert nodes._last_result(None) == {}
+
+
+@pytest.mark.slow
+def test_a_sweep_finishes_with_nothing_lost_when_its_worker_node_dies(tmp_path):
+    # dqn_cabs, one trial, on a head and one worker node of 1 CPU each (its env runner on the
+    # worker): the worker killed at the trial's first result, a fresh one joined 2 s later.
+    import random
+
+    argv = [
+        *("--num-samples", "1", "--stop-timesteps", "8000", "--num-env-runners", "1"),
+        *("--eval-episodes", "1", "--checkpoint-freq", "1", "--progress-interval-s", "600"),
+        *("--max-failures", "50", "--time-budget-s", "240"),
+        *("--storage-path", str(tmp_path), "--name", "exp"),
+    ]
+    run = nodes.node_kills(
+        "dqn_cabs", argv, tmp_path / "exp", rng=random.Random(0), workers=1, p=1.0,
+        interval_s=1.0, warmup_s=0.0, replace_after_s=2.0, budget=8000,
+        log=tmp_path / "exp.log", max_kills=1, timeout_s=300,
+    )  # fmt: skip
+    log = (tmp_path / "exp.log").read_text()[-3000:]
+    assert run["rc"] == 0, log
+    assert len(run["kills"]) == 1
+    assert run["check"]["ok"], (run["check"]["problems"], log)
+    assert run["check"]["env_steps_sampled"] >= 8000

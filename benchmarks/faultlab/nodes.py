@@ -30,7 +30,6 @@ import math
 import os
 import random
 import signal
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -78,10 +77,15 @@ class LocalCluster:
         self.cluster.shutdown()
 
 
-class NodeKiller(threading.Thread):
+class NodeKiller:
     """After ``warmup_s``, every ``interval_s``: each worker node dies with probability ``p``
     and a fresh one joins ``replace_after_s`` later; while ``allowed()`` (the trials' share of
-    their budget) holds, up to ``max_kills`` in all. ``kills``: when and which node."""
+    their budget) holds, up to ``max_kills`` in all. ``kills``: when and which node.
+
+    Driven by ``tick()`` from the main thread, not a thread of its own: ``Cluster.add_node``
+    starts a Ray node, which sets a SIGTERM handler, and Python allows that in the main thread
+    only (from a thread the replacement never joined, the exception died with the thread, and
+    the trial waited for a CPU that never came, with no error anywhere)."""
 
     def __init__(
         self,
@@ -94,37 +98,41 @@ class NodeKiller(threading.Thread):
         replace_after_s: float,
         allowed: Any = None,
         max_kills: int | None = None,
+        clock: Any = time.monotonic,
     ) -> None:
-        super().__init__(daemon=True)
         self.max_kills = max_kills
         self.cluster, self.rng, self.p = cluster, rng, p
-        self.interval_s, self.warmup_s, self.replace_after_s = interval_s, warmup_s, replace_after_s
+        self.interval_s, self.replace_after_s = interval_s, replace_after_s
         self.allowed = allowed or (lambda: True)
         self.kills: list[dict[str, Any]] = []
-        self.stop = threading.Event()
-        self.t0 = time.monotonic()
+        self.clock = clock
+        self.t0 = clock()
+        self.next_draw = self.t0 + warmup_s + interval_s
+        self.replacements: list[float] = []  # when each lost node's successor joins
 
-    def run(self) -> None:
-        if self.stop.wait(self.warmup_s):
-            return
-        while not self.stop.wait(self.interval_s):
-            if not self.allowed():
-                continue
-            lost = [n for n in self.cluster.workers() if self.rng.random() < self.p]
-            if self.max_kills is not None:
-                lost = lost[: max(self.max_kills - len(self.kills), 0)]
-            for node in lost:
-                self.kills.append(
-                    {
-                        "at_s": round(time.monotonic() - self.t0, 2),
-                        "at_unix": time.time(),
-                        "node_id": node.node_id,
-                    }
-                )
-                self.cluster.kill(node)
-            if lost and not self.stop.wait(self.replace_after_s):
-                for _ in lost:
-                    self.cluster.add_worker()
+    def tick(self) -> bool:
+        """Kill and replace what is due now; False (``SweepProcesses.watch`` goes on)."""
+        now = self.clock()
+        due = [t for t in self.replacements if t <= now]
+        for _ in due:
+            self.cluster.add_worker()
+        self.replacements = [t for t in self.replacements if t > now]
+        if now < self.next_draw:
+            return False
+        self.next_draw = now + self.interval_s
+        # A node is drawn only once its predecessor's successor has joined (one at a time).
+        if self.replacements or not self.allowed():
+            return False
+        lost = [n for n in self.cluster.workers() if self.rng.random() < self.p]
+        if self.max_kills is not None:
+            lost = lost[: max(self.max_kills - len(self.kills), 0)]
+        for node in lost:
+            self.kills.append(
+                {"at_s": round(now - self.t0, 2), "at_unix": time.time(), "node_id": node.node_id}
+            )
+            self.cluster.kill(node)
+            self.replacements.append(now + self.replace_after_s)
+        return False
 
 
 def final_agrees(folder: Path) -> list[str]:
@@ -141,7 +149,7 @@ def final_agrees(folder: Path) -> list[str]:
     problems = []
     for item in json.loads(states[-1].read_text()).get("trial_data", []):
         trial = json.loads(item[0])
-        last = _last_result(trial)
+        last = _last_result(item[1] if len(item) > 1 else None)
         trial_id = trial["trial_id"]
         rows = [r for d in folder.glob(f"*_{trial_id}") for r in json_lines(d / "result.json")[0]]
         if not rows or not last:
@@ -159,15 +167,14 @@ def final_agrees(folder: Path) -> list[str]:
     return problems
 
 
-def _last_result(trial: dict[str, Any]) -> dict[str, Any]:
-    """A trial's last result as Tune's experiment state holds it (Ray 2.60: under
-    ``run_metadata``, JSON in JSON)."""
+def _last_result(run_metadata: Any) -> dict[str, Any]:
+    """A trial's last result as Tune's experiment state holds it (Ray 2.60: each entry of
+    ``trial_data`` is a pair, the trial's state and its run metadata, JSON strings, the last
+    result under the latter's ``last_result``)."""
     import json
 
-    meta = trial.get("run_metadata")
-    if isinstance(meta, str):
-        meta = json.loads(meta)
-    last = (meta or {}).get("last_result") or trial.get("last_result") or {}
+    meta = json.loads(run_metadata) if isinstance(run_metadata, str) else run_metadata
+    last = (meta or {}).get("last_result") or {}
     return json.loads(last) if isinstance(last, str) else last
 
 
@@ -269,10 +276,7 @@ def node_kills(
             allowed=lambda: 0 < _budget_share(folder, budget) < KILL_BEFORE_SHARE,
             max_kills=max_kills,
         )
-        killer.start()
-        rc = SweepProcesses(proc.pid).watch(proc, timeout_s)
-        killer.stop.set()
-        killer.join(timeout=30)
+        rc = SweepProcesses(proc.pid).watch(proc, timeout_s, until=killer.tick)
         if rc is None:
             os.killpg(proc.pid, signal.SIGKILL)
         wall = round(time.monotonic() - t0, 2)
