@@ -97,7 +97,9 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
 def learner_module(algo: Any) -> Any:
     from ray.rllib.core import DEFAULT_MODULE_ID
 
-    return algo.learner_group._learner.module[DEFAULT_MODULE_ID]
+    from sweeps.seams.learner import local_learner
+
+    return local_learner(algo.learner_group).module[DEFAULT_MODULE_ID]
 
 
 def time_to_target(args: argparse.Namespace, seed: int) -> dict[str, Any]:

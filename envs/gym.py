@@ -212,9 +212,11 @@ def parse_env_config(text: str) -> dict[str, Any]:
 def register(name: str) -> None:
     """``name`` in Ray Tune's env registry (idempotent), built by :func:`make` with RLlib's env
     config; Ray's workers find it there by name."""
-    from ray.tune.registry import ENV_CREATOR, _global_registry, register_env
+    from ray.tune.registry import register_env
 
-    if not _global_registry.contains(ENV_CREATOR, name):
+    from sweeps.seams.tune import env_registered
+
+    if not env_registered(name):
         register_env(name, lambda config, name=name: make(name, config))
 
 

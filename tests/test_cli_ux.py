@@ -257,26 +257,31 @@ def test_progress_line_counts_outcomes_and_ranks_best_first(capsys):
     assert rows[1].split()[1] == "completed" and rows[2].split()[1] == "pruned"
 
 
-def test_tunes_tensorboard_line_is_dropped_until_its_loop_starts(capsys):
-    """Tune's reporter prints its temporary TensorBoard line between the callbacks' setup and
-    the first step (Ray 2.60.0); only that line is dropped, and stdout is given back."""
-    import sys
+def test_tune_adds_no_logger_of_its_own_and_prints_no_tensorboard_line(monkeypatch):
+    """While the runner fits, Tune's automatic loggers are off: with the runner's own three
+    loggers, Tune's default callbacks add no CSV, JSON or TensorBoard logger (its reporter
+    prints a temporary TensorBoard folder only where a ``TBXLoggerCallback`` runs), and the
+    environment is as it was afterwards."""
+    import os
 
-    from sweeps.harness.reporting import WithoutTuneTensorBoardLine
+    from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback
+    from ray.tune.utils.callback import _create_default_callbacks
 
-    stdout = sys.stdout
-    callback = WithoutTuneTensorBoardLine()
-    callback.setup(stop={}, num_samples=1)
-    print("\nView detailed results here: /runs/exp")
-    print("To visualize your results with TensorBoard, run: `tensorboard --logdir /tmp/ray/x`")
-    print("kept", flush=True)
-    callback.on_step_begin(0, [])
-    assert sys.stdout is stdout
-    print("To visualize your results with TensorBoard: later lines pass")
-    out = capsys.readouterr().out
-    assert out == "\nView detailed results here: /runs/exp\nkept\n" + (
-        "To visualize your results with TensorBoard: later lines pass\n"
-    )
+    from sweeps.harness import recovery, runner
+    from sweeps.harness.reporting import HParamsLoggerCallback
+
+    monkeypatch.delenv(runner.TUNE_AUTO_LOGGERS_OFF, raising=False)
+    ours = [HParamsLoggerCallback(), recovery.ResultJsonLogger(), recovery.ProgressCsvLogger()]
+
+    class Tuner:
+        def fit(self):
+            return _create_default_callbacks(list(ours))
+
+    made = runner.fit(Tuner())
+    assert runner.TUNE_AUTO_LOGGERS_OFF not in os.environ
+    loggers = (CSVLoggerCallback, JsonLoggerCallback, TBXLoggerCallback)
+    assert [c for c in made if isinstance(c, loggers)] == ours[1:]
+    assert not any(isinstance(c, TBXLoggerCallback) for c in made)
 
 
 # ------------------------------------------------------------------------------------------------

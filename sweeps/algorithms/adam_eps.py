@@ -44,7 +44,7 @@ class AdamEps:
             return super().configure_optimizers_for_module(module_id, config)
         import torch
 
-        params = self.get_parameters(self._module[module_id])
+        params = self.get_parameters(self.module[module_id])
         self.register_optimizer(
             module_id=module_id,
             optimizer=torch.optim.Adam(params, eps=eps),

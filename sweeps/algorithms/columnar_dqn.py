@@ -20,7 +20,6 @@ import numpy as np
 from ray.rllib.algorithms.dqn.dqn import DQN, DQNConfig, calculate_rr_weights
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
-from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
 from ray.rllib.utils.annotations import override
 from ray.rllib.utils.metrics import (
@@ -45,6 +44,7 @@ from sweeps.algorithms.columnar_replay import (
     TREE_IDX,
     ColumnarPrioritizedEpisodeReplayBuffer,
 )
+from sweeps.seams.algorithm import DQNHooks, config_error, sample_episodes
 
 
 class ColumnarDQNConfig(DQNConfig):
@@ -60,21 +60,23 @@ class ColumnarDQNConfig(DQNConfig):
     @override(DQNConfig)
     def validate(self) -> None:
         if not isinstance(self.n_step, int):  # before DQN's checks, which compare it
-            self._value_error(f"ColumnarDQN needs a fixed integer n_step, not {self.n_step!r}.")
+            config_error(self, f"ColumnarDQN needs a fixed integer n_step, not {self.n_step!r}.")
         super().validate()
         replay = self.replay_buffer_config.get("type")
         columnar = isinstance(replay, type) and issubclass(
             replay, ColumnarPrioritizedEpisodeReplayBuffer
         )
         if not columnar:
-            self._value_error(
+            config_error(
+                self,
                 "ColumnarDQN's replay_buffer_config['type'] must subclass "
-                f"ColumnarPrioritizedEpisodeReplayBuffer, not {replay!r}."
+                f"ColumnarPrioritizedEpisodeReplayBuffer, not {replay!r}.",
             )
 
 
-class ColumnarDQN(DQN):
-    """RLlib's DQN, its replay sampled as columns (see the module docstring)."""
+class ColumnarDQN(DQNHooks):
+    """RLlib's DQN, its replay sampled as columns (see the module docstring); its new-stack
+    training step under a public name (seam: ``sweeps.seams.algorithm.DQNHooks``)."""
 
     @classmethod
     @override(DQN)
@@ -83,18 +85,15 @@ class ColumnarDQN(DQN):
 
     # RLlib's ``DQN.training_step`` calls this on the new API stack; the suite's callbacks rely
     # on ``training_step`` staying RLlib's (DQN samples, then trains: sweeps/harness/callbacks.py).
-    @override(DQN)
-    def _training_step_new_api_stack(self) -> None:
+    @override(DQNHooks)
+    def training_step_new_api_stack(self) -> None:
         cfg = self.config
         store_weight, num_updates = calculate_rr_weights(cfg)
         for _ in range(store_weight):
             with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
-                episodes, env_runner_results = synchronous_parallel_sample(
-                    worker_set=self.env_runner_group,
-                    concat=True,
-                    sample_timeout_s=cfg.sample_timeout_s,
-                    _uses_new_env_runners=True,
-                    _return_metrics=True,
+                # As RLlib's DQN samples (seam: sweeps.seams.algorithm.sample_episodes).
+                episodes, env_runner_results = sample_episodes(
+                    self.env_runner_group, cfg.sample_timeout_s
                 )
             self.metrics.aggregate(env_runner_results, key=ENV_RUNNER_RESULTS)
             with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):

@@ -8,7 +8,8 @@ prioritized sample (``P(i) ∝ p_i^α``, importance weights ``(P(i) N)^-β / max
 returns a ready train batch (columns of numpy arrays) for ``LearnerGroup.update(batch=...)``,
 with the replay indices of each row so that new priorities go back to the rows they came from
 (:meth:`update_priorities_at`; the parent only remembers its last sample). Storage, eviction and
-the segment trees are the parent's; running games grow in place
+the segment trees are the parent's, read through the replay seam (``sweeps.seams.replay``);
+running games grow in place
 (:class:`~sweeps.algorithms.growing_replay.GrowingPrioritizedEpisodeReplayBuffer`).
 
 Used by DQN (``sweeps/algorithms/columnar_dqn.py``) and by Ape-X's replay shards
@@ -25,6 +26,15 @@ import numpy as np
 from ray.rllib.core.columns import Columns
 
 from sweeps.algorithms.growing_replay import GrowingPrioritizedEpisodeReplayBuffer
+from sweeps.seams.replay import (
+    item_index,
+    max_priority,
+    min_tree,
+    priority_exponent,
+    raise_max_priority,
+    sum_tree,
+    tree_to_item,
+)
 
 # Extra batch columns carrying the replay indices of a sampled batch (popped before training).
 TREE_IDX = "_replay_tree_idx"
@@ -110,23 +120,24 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
         per item (e.g. only unfinished windows stored yet).
         """
         size = self.get_num_timesteps()
-        if not size or not self._indices:
+        indices = item_index(self)
+        if not size or not indices:
             return None
-        sum_tree = self._sum_segment
-        total = sum_tree.sum()
+        sums = sum_tree(self)
+        total = sums.sum()
         if not total > 0.0:
             return None
-        p_min = self._min_segment.min() / total
+        p_min = min_tree(self).min() / total
         max_weight = (p_min * size) ** (-beta)
 
         rows: list[tuple[int, int, int, Any, int]] = []
         draws = 0
-        idx_map, indices, episodes = self._tree_idx_to_sample_idx, self._indices, self.episodes
-        evicted = self._num_episodes_evicted
+        idx_map, episodes = tree_to_item(self), self.episodes
+        evicted = self.get_num_episodes_evicted()
         limit = max_redraws * num_items
         randoms = self.rng.random(limit) * total
         while len(rows) < num_items and draws < limit:
-            tree_idx = sum_tree.find_prefixsum_idx(randoms[draws])
+            tree_idx = sums.find_prefixsum_idx(randoms[draws])
             draws += 1
             sample_idx = idx_map.get(tree_idx)
             if sample_idx is None:
@@ -141,7 +152,7 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
             return None
 
         tree_idx = np.array([r[0] for r in rows], dtype=np.int64)
-        probs = np.array([sum_tree[i] for i in tree_idx.tolist()]) / total
+        probs = np.array([sums[i] for i in tree_idx.tolist()]) / total
         weights = (probs * size) ** (-beta) / max_weight
         discounts = gamma ** np.arange(n_step, dtype=np.float64)
         obs, next_obs, actions, rewards, terminateds, truncateds, steps_used = (
@@ -178,10 +189,10 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
     ) -> int:
         """Set new priorities (|TD error|) of sampled items; returns how many were applied
         (items evicted since they were sampled are skipped)."""
-        idx_map, indices = self._tree_idx_to_sample_idx, self._indices
+        idx_map, indices = tree_to_item(self), item_index(self)
         prios = np.abs(np.asarray(priorities, dtype=np.float64).reshape(-1)) + self.priority_eps
         prios = np.maximum(prios, 1e-12)  # as the parent: never a zero sampling weight
-        weights = (prios**self._alpha).tolist()
+        weights = (prios ** priority_exponent(self)).tolist()
         values: dict[int, float] = {}
         applied = 0
         for idx, (episode_idx, ts), w in zip(
@@ -197,9 +208,9 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
             applied += 1
         if values:
             leaves = list(values)
-            set_leaves(self._sum_segment, leaves, [values[i] for i in leaves])
-            set_leaves(self._min_segment, leaves, [values[i] for i in leaves])
-            self._max_priority = max(self._max_priority, float(prios.max()))
+            set_leaves(sum_tree(self), leaves, [values[i] for i in leaves])
+            set_leaves(min_tree(self), leaves, [values[i] for i in leaves])
+            raise_max_priority(self, float(prios.max()))
         self.num_priority_updates += applied
         self.num_stale_priority_updates += len(weights) - applied
         return applied
@@ -209,7 +220,7 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
     def stats(self) -> dict[str, float]:
         """Fill and priority statistics (``mean_priority`` is the mean sampling weight p^α)."""
         size = self.get_num_timesteps()
-        total = self._sum_segment.sum() if size else 0.0
+        total = sum_tree(self).sum() if size else 0.0
         return {
             "num_env_steps": size,
             "capacity": self.capacity,
@@ -219,7 +230,7 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
             "num_env_steps_sampled": self.sampled_timesteps,
             "num_episodes_evicted": self.get_num_episodes_evicted(),
             "mean_priority": total / size if size else math.nan,
-            "max_priority": self._max_priority,
+            "max_priority": max_priority(self),
             "num_priority_updates": self.num_priority_updates,
             "num_stale_priority_updates": self.num_stale_priority_updates,
         }

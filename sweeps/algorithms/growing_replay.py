@@ -28,6 +28,8 @@ from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (
     PrioritizedEpisodeReplayBuffer,
 )
 
+from sweeps.seams.replay import grow_in_place
+
 
 class GrowingLookbackBuffer(InfiniteLookbackBuffer):
     """An ``InfiniteLookbackBuffer`` whose numpy ``data`` is a view on a larger array, so that
@@ -41,9 +43,10 @@ class GrowingLookbackBuffer(InfiniteLookbackBuffer):
 
     @classmethod
     def adopt(cls, buffer: InfiniteLookbackBuffer) -> None:
-        """Make ``buffer`` (a stored episode's) grow in place from now on."""
+        """Make ``buffer`` (a stored episode's) grow in place from now on: it becomes one of
+        this class (seam: ``sweeps.seams.replay.grow_in_place``)."""
         if type(buffer) is InfiniteLookbackBuffer:
-            buffer.__class__ = cls
+            grow_in_place(buffer, cls)
 
     def _owns_data(self) -> bool:
         return self._store is not None and self.data is self._view
@@ -130,4 +133,4 @@ class GrowingPrioritizedEpisodeReplayBuffer(
         index = self.episode_id_to_index.get(episode_id)
         if index is None:
             return None
-        return self.episodes[index - self._num_episodes_evicted]
+        return self.episodes[index - self.get_num_episodes_evicted()]

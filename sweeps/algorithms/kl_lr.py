@@ -153,11 +153,13 @@ class KLAdaptiveLR:
             played = return_scale(by_return, best_training_return(self))
             self.metrics.log_value((module_id, RETURN_SCALE_METRIC), played, window=1)
             scale *= played
-        for name in self._module_optimizers[module_id]:
-            optimizer = self._named_optimizers[name]
-            scheduler = self._optimizer_lr_schedules.get(optimizer)
+        # RLlib's optimizers and schedules (seam: sweeps.seams.learner; imported on use, as
+        # this module imports neither Ray nor torch).
+        from sweeps.seams.learner import optimizer_lr_schedules, set_optimizer_lr
+
+        for optimizer, scheduler in optimizer_lr_schedules(self, module_id):
             if scheduler is not None:  # RLlib sets it back to the schedule after the update
-                self._set_optimizer_lr(optimizer, lr=scale * float(scheduler.get_current_value()))
+                set_optimizer_lr(self, optimizer, scale * float(scheduler.get_current_value()))
         return loss
 
 

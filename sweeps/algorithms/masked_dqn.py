@@ -3,8 +3,9 @@
 The request variant's observation is the 36-entry one-hot state and the month's progress, then a
 0/1 mask of the 25 actions available now (``envs.cabs.MASK_START``). :class:`MaskedDQNTorchRLModule`
 lets the network see the whole observation, then pushes the Q-values of unavailable actions to
-:data:`MASKED_Q_VALUE` in ``_qf_forward_helper``, the one place through which RLlib's DQN
-module computes every Q-value (online and target network). Hence:
+:data:`MASKED_Q_VALUE` in RLlib's Q-value helper, the one place through which RLlib's DQN
+module computes every Q-value (online and target network; seam:
+``sweeps.seams.learner.DQNQValueHook``). Hence:
 
 * greedy choice (``forward_inference``, evaluation) is the argmax over available actions;
 * ε-greedy exploration draws its random action uniformly among the AVAILABLE actions
@@ -31,6 +32,8 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.utils.framework import try_import_torch
 
+from sweeps.seams.learner import DQNQValueHook
+
 torch, nn = try_import_torch()
 
 # Q-value given to unavailable actions: far below any return of the cab env, still finite.
@@ -45,7 +48,7 @@ def _default_mask_start() -> int:
     return MASK_START
 
 
-class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
+class MaskedDQNTorchRLModule(DQNQValueHook):
     """RLlib's DQN torch module with Q-values of unavailable actions masked out.
 
     The mask is read from ``obs[..., start : start + num_actions]`` with ``start`` =
@@ -73,8 +76,8 @@ class MaskedDQNTorchRLModule(DefaultDQNTorchRLModule):
         # A row with nothing available stays unmasked (never all -1e9 targets).
         return available | ~available.any(dim=-1, keepdim=True)
 
-    def _qf_forward_helper(self, batch: dict[str, Any], encoder, head) -> dict[str, Any]:
-        output = super()._qf_forward_helper(batch, encoder, head)
+    def qf_forward_helper(self, batch: dict[str, Any], encoder, head) -> dict[str, Any]:
+        output = super().qf_forward_helper(batch, encoder, head)
         available = self.available_actions(batch[Columns.OBS])
         output[QF_PREDS] = output[QF_PREDS].masked_fill(~available, MASKED_Q_VALUE)
         return output

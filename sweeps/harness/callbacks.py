@@ -31,6 +31,7 @@ from sweeps.algorithms.apex.exploration import game_epsilon
 from sweeps.harness import confirm as confirm_target
 from sweeps.harness import cpu_time, eval_share, keys
 from sweeps.harness.values import number
+from sweeps.seams import checkpointing
 
 
 def _size_torch_threads(algorithm: Any) -> None:
@@ -121,21 +122,12 @@ class SuiteCallbacks(RLlibCallback):
     def _time_checkpoint_saving(self, algorithm: Any) -> None:
         """Count the seconds Tune spends in ``algorithm.save_checkpoint`` (between iterations;
         one checkpoint every ``--checkpoint-freq`` iterations) so the clock leaves them out:
-        writing checkpoints is not training. RLlib has no callback around saving, so the bound
-        method is wrapped on this instance (Tune's ``Trainable.save`` calls it through ``self``)."""
-        save = getattr(algorithm, "save_checkpoint", None)
-        if save is None or getattr(save, "_suite_timed", False):
-            return
+        writing checkpoints is not training (``sweeps.seams.checkpointing.time_saving``)."""
 
-        def timed_save(checkpoint_dir: str) -> Any:
-            started = time.perf_counter()
-            try:
-                return save(checkpoint_dir)
-            finally:
-                self._saving_s += time.perf_counter() - started
+        def add(seconds: float) -> None:
+            self._saving_s += seconds
 
-        timed_save._suite_timed = True  # type: ignore[attr-defined]
-        algorithm.save_checkpoint = timed_save
+        checkpointing.time_saving(algorithm, add)
 
     def on_checkpoint_loaded(self, *, algorithm, **kwargs) -> None:
         """The clocks came back with the MetricsLogger (a checkpoint written before they were

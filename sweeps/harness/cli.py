@@ -205,7 +205,9 @@ def _merge_model_config(config: Any, value: Any) -> None:
     an unknown key is refused as RLlib refuses it)."""
     if not isinstance(value, dict):
         raise UsageError(f"--set model_config=...: expected a JSON object, got {value!r}")
-    own = config._model_config
+    from sweeps.seams.algorithm import own_model_config  # (imports RLlib, as the config has)
+
+    own = own_model_config(config)
     try:
         if dataclasses.is_dataclass(own):
             merged: Any = dataclasses.replace(own, **value)

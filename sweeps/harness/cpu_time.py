@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sweeps.harness.values import number
+from sweeps.seams.env_runner import aggregator_actors
 
 # Where the sums live in the algorithm's MetricsLogger (popped from each result: the figures
 # below go under result["suite"]["cpu"]).
@@ -163,9 +164,8 @@ def discover(algorithm: Any) -> tuple[dict[str, int], int]:
     if learners is not None and not learners.is_local:
         found = learners.foreach_learner(_learner_here)
         add("learner", [(i + 1, *r.get()) for i, r in enumerate(found) if r.ok])
-    # RLlib 2.60 keeps IMPALA's/APPO's aggregator actors in a private manager and offers no public
-    # handle on them (the one private name here; a public accessor would replace it).
-    aggregators = getattr(algorithm, "_aggregator_actor_manager", None)
+    # IMPALA's/APPO's aggregator actors (seam: sweeps.seams.env_runner.aggregator_actors).
+    aggregators = aggregator_actors(algorithm)
     if aggregators is not None:
         found = aggregators.foreach_actor(lambda actor: _here())
         add("aggregator", [(i + 1, *r.get()) for i, r in enumerate(found) if r.ok])

@@ -23,7 +23,8 @@ import logging
 from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
-from ray.train._internal.worker_group import RayTrainWorker  # private: see _GlooWithoutCuda
+
+from sweeps.seams.learner import TrainWorkerCalls
 
 logger = logging.getLogger(__name__)
 
@@ -39,23 +40,18 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class _GlooWithoutCuda(RayTrainWorker):
-    """The one use of a private Ray API here, read from Ray 2.60.0
-    (``ray/train/_internal/worker_group.py``, ``ray/train/torch/config.py``,
-    ``ray/rllib/core/learner/learner_group.py``): a LearnerGroup starts its remote learners as
-    Ray Train workers; Ray Train uses an actor class that derives from ``RayTrainWorker`` as it
-    is (rather than wrapping it) and runs every call on it through the name-mangled
-    ``_RayTrainWorker__execute(func, *args, **kwargs)``; ``TorchConfig``'s process-group setup
-    passes ``backend="nccl"`` there for workers holding GPUs. Ray 2.60.0 has no public way to
-    choose the backend (RLlib builds its own ``TorchConfig`` with ``backend=None``). With
-    ``use_gloo`` set, the setup joins a gloo group instead (DDP on the CPU)."""
+class _GlooWithoutCuda(TrainWorkerCalls):
+    """A Ray Train worker (as a remote learner is one) whose process-group setup, asked for
+    ``backend="nccl"``, joins a gloo group instead while ``use_gloo`` is set (DDP on the CPU).
+    The calls' keyword arguments come through the seam
+    (``sweeps.seams.learner.TrainWorkerCalls``: Ray Train's private per-call method)."""
 
     use_gloo = False
 
-    def _RayTrainWorker__execute(self, func, *args, **kwargs):  # noqa: N802 (Ray Train's name)
+    def call_kwargs(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         if self.use_gloo and kwargs.get("backend") == "nccl":
             kwargs["backend"] = "gloo"
-        return super()._RayTrainWorker__execute(func, *args, **kwargs)
+        return super().call_kwargs(kwargs)
 
 
 class CpuFallbackLearner(_GlooWithoutCuda):
@@ -155,7 +151,7 @@ class PlacementReport(RLlibCallback):
             return ray.get_runtime_context().get_node_id()
 
         def learner_where(learner: Any) -> tuple[str, str]:
-            return ray.get_runtime_context().get_node_id(), str(learner._device)
+            return ray.get_runtime_context().get_node_id(), str(learner.device)
 
         runners = algorithm.env_runner_group
         seen = (

@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from optuna.exceptions import UpdateFinishedTrialError
-from ray.tune.search.optuna import OptunaSearch
+
+from sweeps.seams.tune import OptunaSearcher
 
 
-class ResumableOptunaSearch(OptunaSearch):
+class ResumableOptunaSearch(OptunaSearcher):
     """``OptunaSearch`` that skips reports to trials the study already finished."""
 
     def on_trial_result(self, trial_id: str, result: dict[str, Any]) -> None:
@@ -33,7 +34,7 @@ class ResumableOptunaSearch(OptunaSearch):
         self, trial_id: str, result: dict[str, Any] | None = None, error: bool = False
     ) -> None:
         if trial_id in self._finished_in_study():
-            self._completed_trials.add(trial_id)  # told once, before the driver was killed
+            self.mark_completed(trial_id)  # told once, before the driver was killed
             return
         super().on_trial_complete(trial_id, result, error)
 

@@ -21,15 +21,15 @@ from typing import Any
 
 import pyarrow.fs as pafs
 from ray.air.constants import EXPR_PROGRESS_FILE, EXPR_RESULT_FILE
-from ray.train._internal.session import _TrainingResult
 from ray.tune import Checkpoint
 from ray.tune.callback import Callback
-from ray.tune.logger import CSVLoggerCallback, JsonLoggerCallback
 from ray.tune.result import EPISODES_TOTAL, TIME_TOTAL_S, TIMESTEPS_TOTAL, TRAINING_ITERATION
 
 from sweeps.harness import storage
 from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, git_commit, git_dirty
+from sweeps.seams import checkpointing
+from sweeps.seams.tune import CsvLogger, JsonLogger
 
 # Set when Ctrl-C/SIGTERM asked the sweep to stop. Module-level, not callback state: Tune pickles
 # the callbacks into tuner.pkl and a resumed sweep runs the unpickled copies.
@@ -195,7 +195,7 @@ class CheckpointGuard(Callback):
     whose checkpoint is gone is pointed, before it starts, at the newest one in its folder that
     has them and whose rows its result.json holds: it goes on from there, its clock and counters
     restored. With none, it starts over.
-    Reads Ray 2.60.0's ``_CheckpointManager`` and ``StorageContext`` (``ray/train/_internal``).
+    Tune's checkpoint manager is changed through ``sweeps.seams.checkpointing``.
     """
 
     def __init__(self) -> None:
@@ -235,8 +235,7 @@ class CheckpointGuard(Callback):
         found = newest_checkpoint(fs, trial_dir, up_to=logged)
         gone = PurePosixPath(checkpoint.path).name
         if found is None:
-            manager._latest_checkpoint_result = None
-            manager._checkpoint_results = []
+            checkpointing.forget_checkpoints(manager)
             print(
                 f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone and no newer "
                 "one has its metrics and rows: it starts over",
@@ -244,9 +243,7 @@ class CheckpointGuard(Callback):
             )
             return
         path, index, metrics = found
-        restored = _TrainingResult(checkpoint=Checkpoint(path, filesystem=fs), metrics=metrics)
-        manager._latest_checkpoint_result = restored
-        manager._checkpoint_results = [restored]
+        checkpointing.restart_from(manager, Checkpoint(path, filesystem=fs), metrics)
         trial.storage.current_checkpoint_index = index  # its next checkpoint: index + 1
         self._checked.add((trial.trial_id, path))
         print(
@@ -399,52 +396,52 @@ def trim_progress_csv(path: Path, keep_through: int) -> int:
     return dropped
 
 
-class ResultJsonLogger(JsonLoggerCallback):
+class ResultJsonLogger(JsonLogger):
     """Tune's ``result.json`` logger, writing in the sweep folder itself where it can
     (``writes_in_sweep_folder``; else appending to the staged file Tune brings back from
     there); a trial that (re)starts from a checkpoint (retried after a failure, resumed
     after an interruption) has its rows past that checkpoint removed first, so that no (trial,
-    iteration) row is there twice. Read from Ray 2.60.0 (``ray/tune/logger/json.py``)."""
+    iteration) row is there twice. Tune's open files: ``sweeps.seams.tune.JsonLogger``."""
 
     def log_trial_start(self, trial: Any) -> None:
         path = result_file(trial, EXPR_RESULT_FILE)
         if writes_in_sweep_folder(trial):
-            if trial in self._trial_files:
-                self._trial_files.pop(trial).close()
+            if trial in self.trial_files:
+                self.trial_files.pop(trial).close()
             trial.init_local_path()  # params.json goes there: Tune copies it over
             self.update_config(trial, trial.config)
-            self._trial_files[trial] = path.open("at")
+            self.trial_files[trial] = path.open("at")
         else:
             super().log_trial_start(trial)  # the file restored from storage, open to append
         trim_result_json(path, restart_iteration(trial))
 
 
-class ProgressCsvLogger(CSVLoggerCallback):
+class ProgressCsvLogger(CsvLogger):
     """Tune's ``progress.csv`` logger, trimmed like ``ResultJsonLogger``; and a continued file
     keeps its header's columns (Tune's logger writes the new rows in the key order of the first
-    new result, under the old header). Read from Ray 2.60.0 (``ray/tune/logger/csv.py``)."""
+    new result, under the old header). Tune's files and writers: ``sweeps.seams.tune.CsvLogger``."""
 
     def log_trial_start(self, trial: Any) -> None:
-        if trial in self._trial_files:  # a retried trial: set up again at its next result
-            self._trial_files.pop(trial).close()
-            self._trial_csv.pop(trial, None)
+        if trial in self.trial_files:  # a retried trial: set up again at its next result
+            self.trial_files.pop(trial).close()
+            self.csv_writers.pop(trial, None)
 
-    def _setup_trial(self, trial: Any) -> None:
+    def setup_trial(self, trial: Any) -> None:
         path = result_file(trial, EXPR_PROGRESS_FILE)
         if writes_in_sweep_folder(trial):
-            if trial in self._trial_files:
-                self._trial_files.pop(trial).close()
-            self._trial_files[trial] = path.open("at")
-            self._trial_csv[trial] = None
+            if trial in self.trial_files:
+                self.trial_files.pop(trial).close()
+            self.trial_files[trial] = path.open("at")
+            self.csv_writers[trial] = None
         else:
-            super()._setup_trial(trial)  # the file restored from storage, open for appending
+            super().setup_trial(trial)  # the file restored from storage, open for appending
         trim_progress_csv(path, restart_iteration(trial))
-        self._trial_continue[trial] = path.exists() and path.stat().st_size > 0
-        if self._trial_continue[trial]:
+        self.continues[trial] = path.exists() and path.stat().st_size > 0
+        if self.continues[trial]:
             with path.open(newline="") as f:
                 header = next(csv.reader(f), None)
             if header:
-                self._trial_csv[trial] = csv.DictWriter(self._trial_files[trial], header)
+                self.csv_writers[trial] = csv.DictWriter(self.trial_files[trial], header)
 
 
 # ------------------------------------------------------------------------------------------------

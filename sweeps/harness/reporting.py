@@ -5,8 +5,7 @@ trial *starts* (so a running sweep can already be explored), then only a curated
 not RLlib's 150-key dump: first the columns a reader decides by (``leading_columns``: the
 judging return, % of optimum, time to target, env steps/s, each described), then
 ``CURATED_METRICS``. ``ProgressCallback`` prints a sweep-level status line and a short table,
-best trial first, every few seconds instead of Tune's config dumps; ``WithoutTuneTensorBoardLine``
-keeps Tune's temporary TensorBoard command off the terminal.
+best trial first, every few seconds instead of Tune's config dumps.
 
 One file (over 500 lines): the HParams view, the progress table and the best-trial lines read the
 same curated columns (``leading_columns``), which would otherwise be defined twice.
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
-from ray.tune.logger import TBXLoggerCallback
+from ray.tune.logger import LoggerCallback
 from ray.tune.utils import flatten_dict
 
 from sweeps.harness import budget, collapse, keys
@@ -108,11 +107,17 @@ def _finite(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-class HParamsLoggerCallback(TBXLoggerCallback):
+class HParamsLoggerCallback(LoggerCallback):
     """TensorBoard logger: HParams session at trial start, curated scalars per result.
 
     ``metric`` is the return that judges trials and ``target`` the return whose first crossing
     is logged as the time to target; they and ``leading_columns`` open the HParams table.
+
+    It writes with tensorboardX into each trial's folder as Tune's own TensorBoard logger does,
+    on Tune's public ``LoggerCallback``: the runner turns Tune's automatic loggers off
+    (``TUNE_DISABLE_AUTO_CALLBACK_LOGGERS``, with its own result and progress loggers in their
+    place), so no second writer logs RLlib's whole result, and Tune's reporter, which prints a
+    temporary TensorBoard folder only where a ``TBXLoggerCallback`` runs, prints none.
     """
 
     def __init__(
@@ -123,6 +128,7 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         target: float | None = None,
     ) -> None:
         super().__init__()
+        self._writers: dict[Trial, Any] = {}  # trial -> its tensorboardX SummaryWriter
         self._metric = metric
         self._target = target
         self._leading = leading_columns(metric, target)
@@ -151,20 +157,29 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         plugin_data.content = content.SerializeToString()
         return experiment, session_start
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # A sweep started before this logger kept its own writers resumes with none open.
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_writers", {})
+
     def log_trial_start(self, trial: Trial) -> None:
-        super().log_trial_start(trial)
+        from tensorboardX import SummaryWriter
+
+        if trial in self._writers:  # a retried or resumed trial: its file is written anew
+            self._writers.pop(trial).close()
+        trial.init_local_path()
+        writer = self._writers[trial] = SummaryWriter(trial.local_path, flush_secs=30)
         experiment, session_start = self._experiment_summary(trial)
-        writer = self._trial_writer[trial]
         writer.file_writer.add_summary(experiment)
         writer.file_writer.add_summary(session_start)
         writer.flush()
 
     def log_trial_result(self, iteration: int, trial: Trial, result: dict) -> None:
-        if trial not in self._trial_writer:
+        if trial not in self._writers:
             self.log_trial_start(trial)
         step = int(_finite(keys.get(result, keys.ENV_STEPS)) or iteration)
         self._last_step[trial.trial_id] = step
-        writer = self._trial_writer[trial]
+        writer = self._writers[trial]
         for name in self._metrics:
             value = _finite(keys.get(result, tuple(name.split("/"))))
             if value is not None:
@@ -186,7 +201,7 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         """A sweep its wall-clock cap cut short: each trial it stopped mid-trial is marked
         (``CUT_SHORT_TAG`` 1, its session's status unknown: it goes on at --resume)."""
         if budget.CUT_SHORT.is_set():
-            for trial in list(self._trial_writer):
+            for trial in list(self._writers):
                 self.log_trial_end(trial, cut_short=True)
         super().on_experiment_end(trials, **info)
 
@@ -194,8 +209,7 @@ class HParamsLoggerCallback(TBXLoggerCallback):
         from tensorboardX.proto.api_pb2 import Status
         from tensorboardX.summary import hparams
 
-        writer = self._trial_writer.pop(trial, None)
-        self._trial_result.pop(trial, None)
+        writer = self._writers.pop(trial, None)
         if writer is None:
             return
         step = self._last_step.get(trial.trial_id, 0)
@@ -561,50 +575,5 @@ def _short(value: Any) -> str:
 
 
 class WithoutTuneTensorBoardLine(Callback):
-    """Keeps Tune's own TensorBoard line off the terminal: the runner prints the one that lasts
-    (the run folder), Tune's points into Ray's temporary session folder.
-
-    Adapter, read from Ray 2.60.0 (``ray/tune/tune.py``, ``ray/tune/experimental/output.py``):
-    right after the callbacks' ``setup`` and before the first step of its loop, Tune's progress
-    reporter prints "To visualize your results with TensorBoard, run: `tensorboard --logdir
-    <temporary folder>`"; no option turns that line off alone, and a reporter of ours in place
-    of Tune's breaks trial retries (Tune gives its start time to the first reporter only, and
-    its own one then fails in ``on_trial_error``). So Tune's reporter stays as it is, and for
-    that window stdout drops the lines that hold ``MARK``; everything else passes."""
-
-    MARK = "To visualize your results with TensorBoard"
-
-    def setup(self, **info: Any) -> None:
-        if not isinstance(sys.stdout, _WithoutLines):
-            sys.stdout = _WithoutLines(sys.stdout, self.MARK)
-
-    def on_step_begin(self, iteration: int, trials: list, **info: Any) -> None:
-        restore_stdout()
-
-    def on_experiment_end(self, trials: list, **info: Any) -> None:
-        restore_stdout()
-
-
-class _WithoutLines:
-    """A stdout that drops the lines holding ``mark`` (``print`` writes a line's text, then its
-    end, separately); anything else goes to ``inner``."""
-
-    def __init__(self, inner: Any, mark: str) -> None:
-        self.inner = inner
-        self._mark = mark
-        self._dropped = False
-
-    def write(self, text: str) -> int:
-        dropped, self._dropped = self._dropped, self._mark in text
-        if self._dropped or (dropped and text == "\n"):
-            return len(text)
-        return self.inner.write(text)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
-def restore_stdout() -> None:
-    """Undo ``WithoutTuneTensorBoardLine`` (also when Tune never reached its loop)."""
-    if isinstance(sys.stdout, _WithoutLines):
-        sys.stdout = sys.stdout.inner
+    """Inert: kept so that a sweep started before the runner turned Tune's automatic loggers off
+    (``runner.TUNE_AUTO_LOGGERS_OFF``) can resume, its pickled callbacks naming this class."""

@@ -58,6 +58,10 @@ from sweeps.harness.tuned import describe_first_trial, tuned_point
 # Tune's switch for its own SIGINT handler (ray.tune.tune._setup_signal_catching); the runner's
 # is recovery.on_stop_signal, which hands the stop to Tune's SIGUSR1 handler.
 TUNE_SIGINT_OFF = "TUNE_DISABLE_SIGINT_HANDLER"
+# Tune adds its own CSV, JSON and TensorBoard loggers unless told not to; the runner passes its
+# own three (``_callbacks``), so Tune's would only write the same files twice, and its
+# TensorBoard logger's presence makes Tune's reporter print a temporary folder to look in.
+TUNE_AUTO_LOGGERS_OFF = "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"
 INTERRUPTED_IN_START_UP = (
     "[sweep] interrupted during start-up: nothing trained; a sweep folder this call resumed is as "
     "it was"
@@ -431,11 +435,7 @@ def _callbacks(
 ) -> list[Any]:
     """TensorBoard HParams, the progress line, the failure log, interrupt watch and checkpoint
     guard, and Tune's result loggers trimmed to a trial's checkpoint."""
-    from sweeps.harness.reporting import (
-        HParamsLoggerCallback,
-        ProgressCallback,
-        WithoutTuneTensorBoardLine,
-    )
+    from sweeps.harness.reporting import HParamsLoggerCallback, ProgressCallback
 
     stop_reward = args.stop_reward
     return [
@@ -463,7 +463,6 @@ def _callbacks(
         # restarts from: no (trial, iteration) row written twice.
         recovery.ResultJsonLogger(),
         recovery.ProgressCsvLogger(),
-        WithoutTuneTensorBoardLine(),  # the runner prints the lasting one
     ]
 
 
@@ -477,11 +476,9 @@ def fit(tuner: Any) -> Any:
     ``recovery.INTERRUPTED`` is set: ``recovery.on_stop_signal``, in place from before Tune
     starts to its end, in place of Tune's own SIGINT handler). Tune's ResultGrid, or None when
     interrupted before Tune took over."""
-    from sweeps.harness.reporting import restore_stdout
-
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", str(recovery.EXPERIMENT_STATE_PERIOD_S))
-    previous_env = os.environ.get(TUNE_SIGINT_OFF)
-    os.environ[TUNE_SIGINT_OFF] = "1"
+    previous = {name: os.environ.get(name) for name in (TUNE_SIGINT_OFF, TUNE_AUTO_LOGGERS_OFF)}
+    os.environ.update(dict.fromkeys(previous, "1"))
     try:
         with recovery.stop_signals_noted():  # (run holds it too: fit alone is safe as well)
             return tuner.fit()
@@ -489,11 +486,11 @@ def fit(tuner: Any) -> Any:
         recovery.INTERRUPTED.set()
         return None
     finally:
-        restore_stdout()  # (WithoutTuneTensorBoardLine, when Tune stopped before its loop)
-        if previous_env is None:
-            os.environ.pop(TUNE_SIGINT_OFF, None)
-        else:
-            os.environ[TUNE_SIGINT_OFF] = previous_env
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def summarise(

@@ -9,7 +9,6 @@ means over the window (RLlib's own are exponential moving averages since the fir
 from __future__ import annotations
 
 import math
-import types
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +32,7 @@ from ray.rllib.utils.metrics import (
 )
 
 from sweeps.harness import keys
+from sweeps.seams import metrics as metrics_seam
 from sweeps.throughput import window_rates
 
 # How often each driver timer runs, per algorithm: "training_step" (RLlib's training_step
@@ -99,30 +99,12 @@ def _timers(stats: Mapping[str, Any], timers_only: bool) -> list[Any]:
     return found
 
 
-def _running_mean_push(stats: Any, value: Any) -> None:
-    """``EmaStats.push`` as a plain running mean (installed on single timer objects)."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return
-    if not math.isfinite(value):
-        return
-    stats._profile_calls += 1
-    if stats._profile_calls == 1:
-        stats._value = value
-    else:
-        stats._value += (value - stats._value) / stats._profile_calls
-
-
 def _restart(metrics: Any, timers_only: bool = True) -> int:
-    """Restart every timer this logger logs itself as a running mean of the calls from now on.
-    The objects keep their class (an ``EmaStats``, whose value is what the driver aggregates);
-    only their value and ``push`` change."""
+    """Restart every timer this logger logs itself as a running mean of the calls from now on
+    (``sweeps.seams.metrics.restart_as_running_mean``)."""
     timers = _timers(metrics.stats, timers_only)
     for stats in timers:
-        stats._value = math.nan
-        stats._profile_calls = 0
-        stats.push = types.MethodType(_running_mean_push, stats)
+        metrics_seam.restart_as_running_mean(stats)
     return len(timers)
 
 
@@ -130,8 +112,8 @@ def restart_timers(algorithm: Any) -> None:
     """Restart the timers of the driver, the env runners and the learners as running means, so
     that the window's last result carries the mean over the window's own calls. RLlib's
     default, an exponential moving average with coefficient 0.01, starts at the first call ever
-    and would still carry the build and warm-up. Counters are left alone. (Read from RLlib
-    2.60's ``EmaStats``; a profiling instrument only.)"""
+    and would still carry the build and warm-up. Counters are left alone. (A profiling
+    instrument only.)"""
     _restart(algorithm.metrics)
     algorithm.env_runner_group.foreach_env_runner(
         lambda runner: _restart(runner.metrics), local_env_runner=True

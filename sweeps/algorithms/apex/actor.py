@@ -18,8 +18,13 @@ from ray.rllib.core.columns import Columns
 
 from sweeps.algorithms.apex.exploration import apply_runner_epsilon, default_module
 from sweeps.algorithms.apex.replay import strip_for_replay
+from sweeps.seams.env_runner import runner_state, weights_seq_no
 
 logger = logging.getLogger(__name__)
+
+# The runner's pending replay add (an ObjectRef), in its per-runner state (seam:
+# ``sweeps.seams.env_runner.runner_state``).
+PENDING_ADD = "apex_pending_add"
 
 
 def initial_priorities(
@@ -145,7 +150,8 @@ def sample_and_store(
     shard_index = max(int(env_runner.worker_index) - 1, 0) % len(shards)
     # Back-pressure: at most one add per runner in flight, so a slow shard slows its runners
     # instead of filling the object store.
-    pending = getattr(env_runner, "_apex_pending_add", None)
+    state = runner_state(env_runner)
+    pending = state.get(PENDING_ADD)
     add_errors = 0
     if pending is not None:
         try:
@@ -154,11 +160,11 @@ def sample_and_store(
             logger.exception("Ape-X: adding to replay shard %d failed", shard_index)
             add_errors = 1
     t3 = time.perf_counter()
-    env_runner._apex_pending_add = shards[shard_index].add.remote(episodes, priorities)
+    state[PENDING_ADD] = shards[shard_index].add.remote(episodes, priorities)
     return {
         "env_steps": sum(len(e) for e in episodes),
         "metrics": env_runner.get_metrics(),
-        "weights_seq_no": int(getattr(env_runner, "_weights_seq_no", 0)),
+        "weights_seq_no": weights_seq_no(env_runner),
         "epsilon": epsilon,
         "shard": shard_index,
         "sample_s": t1 - t0,

@@ -35,13 +35,15 @@ from ray.rllib.utils.metrics import (
     TIMERS,
 )
 
-from sweeps.algorithms.apex.actor import sample_and_store
+from sweeps.algorithms.apex.actor import PENDING_ADD, sample_and_store
 from sweeps.algorithms.apex.config import ApexDQNConfig
 from sweeps.algorithms.apex.exploration import apply_runner_epsilon, current_epsilon
 from sweeps.algorithms.apex.metrics import ApexMetricsMixin
 from sweeps.algorithms.apex.replay import ITEM_ID, TREE_IDX, ApexReplayShard
 from sweeps.algorithms.columnar_dqn import pop_td_errors
 from sweeps.harness.keys import APEX as APEX_RESULTS  # result key of the Ape-X metrics ("apex")
+from sweeps.seams.algorithm import DQNHooks, checkpoint_component_requested
+from sweeps.seams.env_runner import in_flight_refs, runner_state
 
 # Tag of the sample-and-store requests on the EnvRunnerGroup.
 SAMPLE_TAG = "apex_sample"
@@ -54,35 +56,21 @@ CLOCK_STATE = "apex_clock"
 SHARD_MAX_RESTARTS = -1
 
 
-def in_flight_refs(env_runner_group: Any, tag: str) -> list[ray.ObjectRef]:
-    """ObjectRefs of ``env_runner_group``'s in-flight async requests tagged ``tag``.
-
-    The one use of a private Ray API in Ape-X, read from Ray 2.60.0
-    (``ray/rllib/utils/actor_manager.py``): the group's ``FaultTolerantActorManager`` keeps
-    ``_in_flight_req_to_actor_id``, mapping the ObjectRef of every ``foreach_actor_async``
-    call to ``(tag, actor_id)``. Ray 2.60.0 has no public call that gives these refs:
-    ``foreach_env_runner_async`` and ``num_in_flight_async_reqs`` return counts, and
-    ``fetch_ready_async_reqs(return_obj_refs=True)`` returns only requests that are already
-    done, and removes them. The driver needs the refs to block in one ``ray.wait`` on sample
-    and replay requests together.
-    """
-    manager = env_runner_group._worker_manager
-    in_flight = getattr(manager, "_in_flight_req_to_actor_id", {})
-    return [ref for ref, (t, _) in in_flight.items() if t == tag]
-
-
-class ApexDQN(ApexMetricsMixin, DQN):
+class ApexDQN(ApexMetricsMixin, DQNHooks):
     """Ape-X DQN: asynchronous actors with fixed per-actor ε, sharded prioritized replay fed
     directly by the actors, one learner (the LearnerGroup, GPU if configured) and periodic
-    non-blocking weight broadcast. See the module docstring for the data flow."""
+    non-blocking weight broadcast. See the module docstring for the data flow.
+
+    RLlib's DQN, with the steps of its training iteration that Ape-X changes under public names
+    (seam: ``sweeps.seams.algorithm.DQNHooks``)."""
 
     @classmethod
     @override(DQN)
     def get_default_config(cls) -> ApexDQNConfig:
         return ApexDQNConfig()
 
-    @override(DQN)
-    def _create_local_replay_buffer_if_necessary(self, config: Any) -> None:
+    @override(DQNHooks)
+    def create_local_replay_buffer_if_necessary(self, config: Any) -> None:
         return None  # Ape-X's replay lives in the shard actors.
 
     @override(DQN)
@@ -195,10 +183,10 @@ class ApexDQN(ApexMetricsMixin, DQN):
 
     # ------------------------------------------------------------------ training loop
 
-    @override(DQN)
-    def _run_one_training_iteration(self):
+    @override(DQNHooks)
+    def run_one_training_iteration(self):
         t0 = time.perf_counter()
-        out = super()._run_one_training_iteration()
+        out = super().run_one_training_iteration()
         self._train_time_s += time.perf_counter() - t0
         self._apex_results = self._iteration_metrics(time.perf_counter() - t0)
         return out
@@ -209,7 +197,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
         figures continue from the checkpoint (its counters restart: the replay, which is not
         checkpointed, refills first)."""
         state = super().get_state(components, not_components=not_components, **kwargs)
-        if self._check_component(CLOCK_STATE, components, not_components):
+        if checkpoint_component_requested(self, CLOCK_STATE, components, not_components):
             sampled, trained = self._lifetime_steps()
             state[CLOCK_STATE] = {
                 "train_time_s": self._train_time_s,
@@ -233,9 +221,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         """Env steps sampled and trained over the trial's life, restores included."""
         return self._sampled + self._restored_steps[0], self._trained + self._restored_steps[1]
 
-    @override(DQN)
-    def _compile_iteration_results(self, *, train_results, eval_results):
-        results = super()._compile_iteration_results(
+    @override(DQNHooks)
+    def compile_iteration_results(self, *, train_results, eval_results):
+        results = super().compile_iteration_results(
             train_results=train_results, eval_results=eval_results
         )
         # RLlib compiles its MetricsLogger inside the training iteration; the Ape-X figures
@@ -281,7 +269,9 @@ class ApexDQN(ApexMetricsMixin, DQN):
         self._poll_shard_stats()
 
     def _sample_refs(self) -> list[ray.ObjectRef]:
-        """ObjectRefs of this algorithm's in-flight sample requests (read, never resolved)."""
+        """ObjectRefs of this algorithm's in-flight sample requests (read, never resolved), to
+        block in one ``ray.wait`` on sample and replay requests together (seam:
+        ``sweeps.seams.env_runner.in_flight_refs``)."""
         return in_flight_refs(self.env_runner_group, SAMPLE_TAG)
 
     # -- sampling
@@ -343,7 +333,7 @@ class ApexDQN(ApexMetricsMixin, DQN):
             weights = ray.get(weights)
             self._mark_synced(0)
         result = self._sample_fn(self.env_runner, weights=weights)
-        ray.get(self.env_runner._apex_pending_add)
+        ray.get(runner_state(self.env_runner)[PENDING_ADD])
         self._on_sample_result(0, result)
         self.metrics.aggregate([result["metrics"]], key=ENV_RUNNER_RESULTS)
 

@@ -14,6 +14,7 @@ from ray.rllib.utils.annotations import override
 
 from sweeps.algorithms.apex.learner import ApexDQNTorchLearner
 from sweeps.algorithms.apex.replay import ApexEpisodeReplayBuffer
+from sweeps.seams.algorithm import config_error, skip_env_runner_state_sync
 
 
 class ApexDQNConfig(DQNConfig):
@@ -116,8 +117,9 @@ class ApexDQNConfig(DQNConfig):
         # blocking call that waits behind the runners' queued sample requests: a third of
         # the driver's (and learner's) wall-clock on Pong. Ape-X's runners need nothing from
         # it (their ε is their own, set with each request), so, as RLlib's IMPALA does, the
-        # algorithm skips it; stateful connectors (filters) stay per runner.
-        self._dont_auto_sync_env_runner_states = True
+        # algorithm skips it; stateful connectors (filters) stay per runner (seam:
+        # sweeps.seams.algorithm.skip_env_runner_state_sync).
+        skip_env_runner_state_sync(self)
         # Exploration on training runners is each runner's fixed ε; the module-level default
         # schedule is constant at the base value (used only if a runner cannot be told its ε).
         self.epsilon = self.exploration_epsilon_base
@@ -213,36 +215,40 @@ class ApexDQNConfig(DQNConfig):
 
     @override(DQNConfig)
     def validate(self) -> None:
+        """DQN's validation, then Ape-X's; each refusal is RLlib's validation error (seam:
+        ``sweeps.seams.algorithm.config_error``)."""
         super().validate()
         if not self.enable_rl_module_and_learner or not self.enable_env_runner_and_connector_v2:
-            self._value_error("ApexDQN runs on RLlib's new API stack only.")
+            config_error(self, "ApexDQN runs on RLlib's new API stack only.")
         if self.is_multi_agent:
-            self._value_error("ApexDQN supports single-agent envs only.")
+            config_error(self, "ApexDQN supports single-agent envs only.")
         if self.num_replay_buffer_shards < 1:
-            self._value_error("num_replay_buffer_shards must be >= 1.")
+            config_error(self, "num_replay_buffer_shards must be >= 1.")
         if self.max_weight_sync_delay < 0:
-            self._value_error("max_weight_sync_delay must be >= 0.")
+            config_error(self, "max_weight_sync_delay must be >= 0.")
         ahead = self.max_env_steps_sampled_ahead
         if not (ahead is None or ahead == "auto" or (isinstance(ahead, int) and ahead >= 0)):
-            self._value_error("max_env_steps_sampled_ahead must be 'auto', None or an int >= 0.")
+            config_error(self, "max_env_steps_sampled_ahead must be 'auto', None or an int >= 0.")
         if not isinstance(self.exploration_per_game, bool):
-            self._value_error("exploration_per_game must be True or False.")
+            config_error(self, "exploration_per_game must be True or False.")
         cap = self.training_return_max_epsilon
         if cap is not None and (
             isinstance(cap, bool) or not isinstance(cap, int | float) or not 0 <= cap <= 1
         ):
-            self._value_error("training_return_max_epsilon must be None or a number in [0, 1].")
+            config_error(self, "training_return_max_epsilon must be None or a number in [0, 1].")
         if self.max_requests_in_flight_per_replay_shard < 1:
-            self._value_error("max_requests_in_flight_per_replay_shard must be >= 1.")
+            config_error(self, "max_requests_in_flight_per_replay_shard must be >= 1.")
         if self.batch_mode != "truncate_episodes" and not self.in_evaluation:
-            self._value_error("ApexDQN needs batch_mode='truncate_episodes'.")
+            config_error(self, "ApexDQN needs batch_mode='truncate_episodes'.")
         if self.model_config.get("use_lstm") or self.model_config.get("use_attention"):
-            self._value_error("ApexDQN does not support stateful (recurrent) modules.")
+            config_error(self, "ApexDQN does not support stateful (recurrent) modules.")
         if isinstance(self.n_step, tuple | list):
-            self._value_error("ApexDQN needs a fixed integer n_step.")
+            config_error(self, "ApexDQN needs a fixed integer n_step.")
         buffer_type = self.replay_buffer_config.get("type")
         if isinstance(buffer_type, type) and not issubclass(buffer_type, ApexEpisodeReplayBuffer):
-            self._value_error("replay_buffer_config['type'] must subclass ApexEpisodeReplayBuffer.")
+            config_error(
+                self, "replay_buffer_config['type'] must subclass ApexEpisodeReplayBuffer."
+            )
 
     @override(DQNConfig)
     def get_default_learner_class(self) -> type:

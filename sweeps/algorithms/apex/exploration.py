@@ -12,7 +12,8 @@ from typing import Any
 
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
-from ray.rllib.utils.schedules.scheduler import Scheduler
+
+from sweeps.seams.env_runner import fixed_epsilon, set_fixed_epsilon
 
 
 def per_runner_epsilon(
@@ -39,15 +40,12 @@ def game_epsilons(
 
 
 def _set_module_epsilon(module: Any, epsilon: float | tuple[float, ...]) -> None:
-    """Give the (DQN) module a constant ε, one number or one per game (idempotent)."""
-    import torch
-
+    """Give the (DQN) module a constant ε, one number or one per game (idempotent; seam:
+    ``sweeps.seams.env_runner.set_fixed_epsilon``)."""
     modules = module.values() if isinstance(module, MultiRLModule) else [module]
     for m in modules:
-        if hasattr(m, "epsilon_schedule") and getattr(m, "_apex_epsilon", None) != epsilon:
-            value = torch.tensor(epsilon) if isinstance(epsilon, tuple) else epsilon
-            m.epsilon_schedule = Scheduler(fixed_value_or_schedule=value, framework="torch")
-            m._apex_epsilon = epsilon
+        if hasattr(m, "epsilon_schedule") and fixed_epsilon(m) != epsilon:
+            set_fixed_epsilon(m, epsilon)
 
 
 def _runner_epsilon(
@@ -79,7 +77,7 @@ def default_module(env_runner: Any) -> Any:
 def game_epsilon(env_runner: Any, env_index: int) -> float | None:
     """The fixed Ape-X ε game ``env_index`` of the runner plays at (runner-side), or None where
     the runner's module has not been given one (not an Ape-X training runner)."""
-    epsilon = getattr(default_module(env_runner), "_apex_epsilon", None)
+    epsilon = fixed_epsilon(default_module(env_runner))
     if isinstance(epsilon, tuple):
         return float(epsilon[env_index]) if 0 <= env_index < len(epsilon) else None
     return None if epsilon is None else float(epsilon)

@@ -35,7 +35,7 @@ class ApexDQNTorchLearner(DQNTorchLearner):
         # DQNLearner's own target update, done below on the trained clock.
         super(DQNLearner, self).after_gradient_based_update(timesteps=timesteps)
         trained = timesteps.get(NUM_ENV_STEPS_TRAINED_LIFETIME, 0)
-        for module_id, module in self.module._rl_modules.items():
+        for module_id, module in self.module.items():
             config = self.config.get_config_for_module(module_id)
             if not isinstance(module.unwrapped(), TargetNetworkAPI):
                 continue

@@ -21,6 +21,14 @@ from sweeps.algorithms.columnar_replay import (
     ColumnarPrioritizedEpisodeReplayBuffer,
     set_leaves,
 )
+from sweeps.seams.replay import (
+    TreeSlotHook,
+    claim_tree_slot,
+    min_tree,
+    priority_exponent,
+    raise_max_priority,
+    sum_tree,
+)
 
 __all__ = ["ITEM_ID", "TREE_IDX", "ApexEpisodeReplayBuffer", "ApexReplayShard", "strip_for_replay"]
 
@@ -41,7 +49,7 @@ def strip_for_replay(episodes: Sequence[Any]) -> None:
         episode.action_space = None
 
 
-class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
+class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer, TreeSlotHook):
     """The suite's columnar prioritized episode replay
     (:class:`~sweeps.algorithms.columnar_replay.ColumnarPrioritizedEpisodeReplayBuffer`:
     RLlib's buffer, running episodes grown in place, sampled as a train batch whose rows carry
@@ -50,6 +58,9 @@ class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
     * ``add(..., priorities=...)``: Ape-X actors send one initial priority per transition; the
       parent's ``add(weight=...)`` takes a single scalar for the whole call.
     * chunks that do not continue their stored episode start a new one (``_link_chunk``).
+
+    The parent's per-step tree writes in ``add`` come through RLlib's per-item hook
+    (:meth:`assign_tree_slot`, seam: ``sweeps.seams.replay.TreeSlotHook``).
 
     Several batches per shard are in flight at once; each carries its tree indices (plus the
     item's (episode, step) identity, so a priority for a slot that was evicted and reused
@@ -64,13 +75,11 @@ class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
         self._aliases: dict[str, str] = {}
         self.num_unlinked_chunks = 0
 
-    def _get_free_node_and_assign(self, sample_index: int, weight: float = 1.0) -> int:
+    def assign_tree_slot(self, sample_index: int, weight: float = 1.0) -> int:
         if self._pending_writes is None:
-            return super()._get_free_node_and_assign(sample_index, weight)
-        idx = self._free_nodes.popleft()
-        self._max_idx = idx if idx > self._max_idx else self._max_idx
-        self._tree_idx_to_sample_idx[idx] = sample_index
-        self._pending_writes.append((idx, weight**self._alpha))
+            return super().assign_tree_slot(sample_index, weight)
+        idx = claim_tree_slot(self, sample_index)
+        self._pending_writes.append((idx, weight ** priority_exponent(self)))
         return idx
 
     # ----------------------------------------------------------------------------- add
@@ -107,12 +116,13 @@ class ApexEpisodeReplayBuffer(ColumnarPrioritizedEpisodeReplayBuffer):
             if len(prios) != len(writes):
                 raise ValueError("each priority array needs one entry per step of its episode")
             prios = np.maximum(np.maximum(prios, 0.0) + self.priority_eps, 1e-12)
-            writes = list(zip([w[0] for w in writes], (prios**self._alpha).tolist(), strict=True))
-            self._max_priority = max(self._max_priority, float(prios.max()))
+            alpha = priority_exponent(self)
+            writes = list(zip([w[0] for w in writes], (prios**alpha).tolist(), strict=True))
+            raise_max_priority(self, float(prios.max()))
         if writes:
             leaves, values = zip(*writes, strict=True)
-            set_leaves(self._sum_segment, leaves, values)
-            set_leaves(self._min_segment, leaves, values)
+            set_leaves(sum_tree(self), leaves, values)
+            set_leaves(min_tree(self), leaves, values)
 
     def _link_chunk(self, episode: Any) -> None:
         """Make ``episode`` (a chunk) concatenable: the parent asserts that a chunk of a stored
