@@ -6,30 +6,59 @@ and what the report says of the runs against the issue's goals. The runs themsel
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from benchmarks.faultlab import nodes
 
 
-def _rows(trial, stamps_steps_clock):
+def _rows(trial, stamps_steps_clock, hp=None, restored_at=None):
+    """A trial folder: its rows (wall-clock stamp, env steps, training clock), its lifetime
+    starting again at row ``restored_at`` (a restore), its searched draws in params.json."""
     import json
 
     trial.mkdir(parents=True)
-    rows = [
-        {"timestamp": t, "training_iteration": i, "suite": {"env_steps": s, "train_time_s": c}}
-        for i, (t, s, c) in enumerate(stamps_steps_clock, start=1)
-    ]
+    rows, life = [], 0
+    for i, (t, s, c) in enumerate(stamps_steps_clock, start=1):
+        life = 1 if i == restored_at else life + 1
+        rows.append(
+            {"timestamp": t, "training_iteration": i, "iterations_since_restore": life,
+             "suite": {"env_steps": s, "train_time_s": c}}
+        )  # fmt: skip
     (trial / "result.json").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (trial / "params.json").write_text(json.dumps({"hp": hp or {"lr": 1e-3}, "seed": 0}))
 
 
-def test_throughput_after_the_kills_is_read_against_before_them(tmp_path):
-    # 100 env steps per training second before the kill at t=100; 80 from 10 s after it on
-    _rows(tmp_path / "T_a", [(90, 0, 0), (99, 1000, 10), (105, 1200, 12), (120, 2000, 20),
-                             (130, 2800, 30)])  # fmt: skip
+def test_throughput_after_the_kills_is_read_against_before_them_and_the_fault_free_twin(tmp_path):
+    # 100 env steps per training second before the kill at t=100; restored at row 4 (its gap,
+    # 2,000 env steps in 1 s of clock, is no iteration of either lifetime); 80/s from 10 s on
+    _rows(tmp_path / "faulty" / "T_a", [(80, 0, 0), (90, 1000, 10), (99, 2000, 20),
+          (112, 4000, 21), (120, 4800, 31), (130, 5600, 41)], restored_at=4)  # fmt: skip
+    # the same trial fault-free: 100/s up to 4,000 env steps, then 80/s from 4,000 to 5,600
+    _rows(tmp_path / "twin" / "T_b", [(80, 0, 0), (120, 4000, 40), (140, 5600, 60)])
+    _rows(tmp_path / "twin" / "T_c", [(80, 0, 0), (90, 9000, 10)], hp={"lr": 0.5})  # not a twin
     kills = [{"at_unix": 100.0}]
-    (rate,) = nodes.rates_around(tmp_path, kills)
+    (rate,) = nodes.rates_around(tmp_path / "faulty", kills)
     assert (rate["before"], rate["after"], rate["ratio"]) == (100.0, 80.0, 0.8)
-    assert nodes.rates_around(tmp_path, []) == []
+    assert rate["after_env_steps"] == [4000, 5600] and "fault_free" not in rate
+    (rate,) = nodes.rates_around(tmp_path / "faulty", kills, tmp_path / "twin")
+    assert (rate["fault_free"], rate["ratio_to_fault_free"]) == (80.0, 1.0)
+    assert nodes.rates_around(tmp_path / "faulty", []) == []
+
+
+def test_a_window_of_too_few_env_steps_has_no_rate():
+    from benchmarks.faultlab.throughput import around_faults, window_rate
+
+    row = lambda t, s, c, life: {  # noqa: E731
+        "timestamp": t, "iterations_since_restore": life,
+        "suite": {"env_steps": s, "train_time_s": c},
+    }  # fmt: skip
+    rows = [row(0, 0, 0, 1), row(5, 500, 5, 2), row(20, 1500, 15, 3)]
+    assert math.isnan(window_rate(rows, to_unix=10)["rate"])  # 500 env steps
+    assert window_rate(rows)["rate"] == 100.0
+    assert around_faults(rows, [10.0]) is None  # 500 env steps before, none after
+    assert around_faults(rows, []) is None
 
 
 def test_the_report_counts_node_kills_and_head_losses_against_the_goals():
@@ -44,7 +73,7 @@ def test_the_report_counts_node_kills_and_head_losses_against_the_goals():
     lines = _node_goals([{"kind": "nodes", "runs": runs}, {"kind": "head", "runs": head}])
     assert lines[0].startswith("**Worker nodes lost** (local multi-node cluster): 21 node kills")
     assert "over 3 sweep(s) (goal >= 20 over >= 3); checks passed in 3 of 3" in lines[0]
-    assert "median 0.95x (goal within 10%)" in lines[0]
+    assert "env steps/s" not in lines[0]  # said once, by _throughput_goals
     assert "1 time(s), finished with nothing lost in 1" in lines[2]
     table = _node_table("head", head)
     assert "| apex_cabs | 0 | head lost at 41 s | 2 | 3 of 3 | 0 / 0 | - | passed |" in table
@@ -131,3 +160,31 @@ def test_a_sweep_finishes_with_nothing_lost_when_its_worker_node_dies(tmp_path):
     assert len(run["kills"]) == 1
     assert run["check"]["ok"], (run["check"]["problems"], log)
     assert run["check"]["env_steps_sampled"] >= 8000
+
+
+def test_the_report_gives_throughput_after_faults_against_the_fault_free_run(tmp_path):
+    from benchmarks.faultlab.experiments import _rates
+    from benchmarks.faultlab.report import _process_table, _throughput_goals, rate_cell
+
+    # a runners run's one trial, faulty and fault-free, as process_experiment leaves them
+    _rows(tmp_path / "apex-faulty" / "T", [(0, 0, 0), (10, 1000, 10), (20, 1800, 20),
+          (40, 3400, 40)])  # fmt: skip
+    # fault-free: 100/s throughout, in iterations that end at other env steps than the faulty's
+    _rows(tmp_path / "apex-baseline" / "T", [(0, 0, 0), (10, 1000, 10), (40, 4000, 40)])
+    rates = _rates(tmp_path, "apex", [{"at_unix": 10.0}, {"pid": 1}], twin=True)
+    assert rates["ratio"] == 0.8 and rates["ratio_to_fault_free"] == 0.8
+    assert rate_cell(rates) == "80/s: 0.80x before, 0.80x fault-free"
+    assert rate_cell(None) == "-"
+    runs = [{"algo": "apex", "rates": rates, "faulty": {"kills": [{}], "rc": 0, "wall_s": 9,
+             "check": {"ok": True, "problems": []}}}]  # fmt: skip
+    assert "| 80/s: 0.80x before, 0.80x fault-free | passed |" in _process_table("runners", runs)[2]
+    nodes_run = {
+        "kind": "nodes",
+        "environment": {"started_at": "b"},
+        "runs": [{"faulty": {"rates": [{"ratio": 1.8}, {"ratio_to_fault_free": 0.97}]}}],
+    }
+    runners_run = {"kind": "runners", "environment": {"started_at": "a"}, "runs": runs}
+    (line, _) = _throughput_goals([nodes_run, runners_run])
+    assert "(goal: within 10%)" in line
+    assert "env-runner kills 0.80x; node kills 0.97x." in line  # the twin's ratio only
+    assert _throughput_goals([{**nodes_run, "runs": []}]) == []

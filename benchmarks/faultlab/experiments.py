@@ -188,9 +188,27 @@ def process_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, An
         if "baseline" in entry:
             b, f = entry["baseline"]["steps_to_target"], faulty["steps_to_target"]
             entry["steps_ratio"] = round(f / b, 3) if b and not math.isnan(b) else math.nan
+        entry["rates"] = _rates(out, algo, faulty["kills"], "baseline" in entry)
         print(_process_line(args.kind, entry), flush=True)
         runs.append(entry)
     return runs
+
+
+def _rates(out: Path, algo: str, kills: list[dict[str, Any]], twin: bool) -> dict[str, Any] | None:
+    """The one trial's env steps/s after its kills against before them and, with the
+    fault-free run, against that run over the same env steps (``throughput.around_faults``)."""
+    from benchmarks.faultlab.checks import json_lines
+    from benchmarks.faultlab.throughput import around_faults
+
+    def rows(label: str) -> list[dict[str, Any]]:
+        paths = (out / f"{algo}-{label}").glob("*/result.json")
+        return [row for p in paths for row in json_lines(p)[0]]
+
+    return around_faults(
+        rows("faulty"),
+        [k["at_unix"] for k in kills if "at_unix" in k],
+        fault_free=rows("baseline") if twin else None,
+    )
 
 
 def _process_line(kind: str, entry: dict[str, Any]) -> str:

@@ -244,7 +244,8 @@ def run_with_kills(
             pid = targets[0]
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed.append({"pid": pid, "at_s": round(time.monotonic() - t0, 2)})
+                at_s, at_unix = round(time.monotonic() - t0, 2), time.time()
+                killed.append({"pid": pid, "at_s": at_s, "at_unix": at_unix})
             except ProcessLookupError:
                 pass
             due = None

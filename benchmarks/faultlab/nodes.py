@@ -21,11 +21,14 @@ trial finished exactly once, no row twice, no iteration missing, training clocks
 (a restore from iteration 0 would repeat iterations and set the clock back); and here also that
 each trial's final iteration and metric in Tune's experiment state are those of its last row
 (``final_agrees``). Throughput after a fault: each trial's env steps/s over its training clock
-before the first kill and after the last one (``rates_around``).
+before the first kill and after the last one, and with ``--baseline`` against the same trial in
+a fault-free sweep of the same seed on the same cluster over the same env steps
+(``rates_around``, ``throughput.py``; a random-search sweep runs the same trials in both).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -40,8 +43,6 @@ from benchmarks.faultlab.procs import SweepProcesses, start_sweep
 
 # The sweep's trials retry on a lost node as often as it takes (Tune's release test: -1).
 MAX_FAILURES = 50
-# Seconds after a kill before the rows count as "after" it (the restore, its first iteration).
-SETTLE_S = 10.0
 
 
 class LocalCluster:
@@ -195,41 +196,42 @@ def _same(a: Any, b: Any) -> bool:
     return (math.isnan(fa) and math.isnan(fb)) or math.isclose(fa, fb, rel_tol=1e-9)
 
 
-def rates_around(folder: Path, kills: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def rates_around(
+    folder: Path, kills: list[dict[str, Any]], fault_free: Path | None = None
+) -> list[dict[str, Any]]:
     """Per trial that ran across the kills: env steps per training second before the first kill
-    and after the last (``SETTLE_S`` after it), from its rows' wall-clock stamps; the ratio."""
-    from sweeps.harness import keys
+    and after the last (``throughput.around_faults``); with the fault-free sweep of the same
+    seed (``fault_free``), the same trial's rate there over the same env steps."""
+    from benchmarks.faultlab.throughput import around_faults
 
-    if not kills:
-        return []
-    first, last = kills[0]["at_unix"], kills[-1]["at_unix"] + SETTLE_S
+    twins = {key: d for d, key in _trials_by_config(fault_free).items()} if fault_free else {}
     out = []
-    for trial_dir in sorted(d for d in folder.iterdir() if (d / "result.json").is_file()):
-        rows = json_lines(trial_dir / "result.json")[0]
-        before = [r for r in rows if r.get("timestamp", math.inf) < first]
-        after = [r for r in rows if r.get("timestamp", -math.inf) > last]
-        rate = [_rate(part, keys) for part in (before, after)]
-        if all(not math.isnan(r) for r in rate):
-            out.append(
-                {
-                    "trial": trial_dir.name,
-                    "before": round(rate[0], 1),
-                    "after": round(rate[1], 1),
-                    "ratio": round(rate[1] / rate[0], 3),
-                }
-            )
+    for trial_dir, key in _trials_by_config(folder).items():
+        twin = twins.get(key)
+        rates = around_faults(
+            json_lines(trial_dir / "result.json")[0],
+            [k["at_unix"] for k in kills],
+            fault_free=json_lines(twin / "result.json")[0] if twin else None,
+        )
+        if rates is not None:
+            out.append({"trial": trial_dir.name, **rates})
     return out
 
 
-def _rate(rows: list[dict[str, Any]], keys: Any) -> float:
-    """Env steps per training second between the first and last of ``rows``."""
-    if len(rows) < 2:
-        return math.nan
-    steps = [keys.get(r, keys.ENV_STEPS, math.nan) for r in (rows[0], rows[-1])]
-    clock = [keys.get(r, keys.TRAIN_TIME_S, math.nan) for r in (rows[0], rows[-1])]
-    if clock[1] <= clock[0]:
-        return math.nan
-    return (steps[1] - steps[0]) / (clock[1] - clock[0])
+def _trials_by_config(folder: Path) -> dict[Path, str]:
+    """A sweep's trial folders, each with what makes the trial that trial (its searched draws
+    and its seed): a trial of a random-search sweep and its twin in the fault-free sweep of the
+    same seed share it."""
+    import json
+
+    out = {}
+    for trial_dir in sorted(d for d in folder.iterdir() if (d / "result.json").is_file()):
+        try:
+            params = json.loads((trial_dir / "params.json").read_text())
+        except (OSError, ValueError):
+            continue
+        out[trial_dir] = json.dumps([params.get("hp"), params.get("seed")], sort_keys=True)
+    return out
 
 
 def _budget_share(folder: Path, budget: float) -> float:
@@ -242,6 +244,17 @@ def _budget_share(folder: Path, budget: float) -> float:
         return 0.0
     rows = json_lines(max(results, key=lambda p: p.stat().st_mtime))[0]
     return float(keys.get(rows[-1], keys.ENV_STEPS, 0) or 0) / budget if rows else 0.0
+
+
+def _checked(folder: Path) -> dict[str, Any]:
+    """``check_sweep``'s checks of the sweep in ``folder``, and each trial's last row against
+    Tune's record of it (``final_agrees``: its problems under ``final_disagrees``)."""
+    check = check_sweep(folder)
+    check["final_disagrees"] = disagree = final_agrees(folder)
+    if disagree:
+        check["ok"] = False
+        check["problems"].extend(disagree)
+    return check
 
 
 def node_kills(
@@ -258,10 +271,12 @@ def node_kills(
     budget: float,
     log: Path,
     max_kills: int | None = None,
+    twin: Path | None = None,
     timeout_s: float = 3600.0,
 ) -> dict[str, Any]:
     """``sweep`` on a new local cluster with random worker-node kills (none before its trials
-    sample, none in their last stretch); what happened, checked."""
+    sample, none in their last stretch); what happened, checked. ``twin``: the folder of the
+    same sweep run fault-free, for the trials' throughput at the same env steps."""
     cluster = LocalCluster(workers)
     try:
         t0 = time.monotonic()
@@ -282,18 +297,13 @@ def node_kills(
         wall = round(time.monotonic() - t0, 2)
     finally:
         cluster.shutdown()
-    check = check_sweep(folder)
-    disagree = final_agrees(folder)
-    check["final_disagrees"] = disagree
-    if disagree:
-        check["ok"] = False
-        check["problems"].extend(disagree)
+    check = _checked(folder)
     return {
         "rc": rc,
         "wall_s": wall,
         "kills": killer.kills,
         "check": check,
-        "rates": rates_around(folder, killer.kills),
+        "rates": rates_around(folder, killer.kills, twin),
     }
 
 
@@ -332,11 +342,7 @@ def head_loss(
         rc = SweepProcesses(resumed.pid).watch(resumed, timeout_s)
     finally:
         again.shutdown()
-    check = check_sweep(folder)
-    disagree = final_agrees(folder)
-    if disagree:
-        check["ok"] = False
-        check["problems"].extend(disagree)
+    check = _checked(folder)
     return {
         "rc": rc,
         "head_lost": True,
@@ -362,33 +368,50 @@ def node_experiment(args: Any, out: Path) -> list[dict[str, Any]]:
             *("--storage-path", str(out), "--name", name),
         ]
         if args.kind == "nodes":
-            result = node_kills(
+            entry: dict[str, Any] = {}
+            kill = functools.partial(
+                node_kills,
                 args.sweep,
-                argv,
-                out / name,
                 rng=rng,
                 workers=args.workers,
-                p=args.kill_p,
                 interval_s=args.interval_s,
                 warmup_s=args.warmup_s,
                 replace_after_s=args.replace_after_s,
                 budget=_trial_budget(args.sweep, argv),
-                log=out / f"{name}.log",
                 max_kills=args.max_kills,
             )
-        else:
-            result = head_loss(
-                args.sweep,
-                argv,
-                out / name,
-                rng=rng,
-                workers=args.workers,
-                warmup_s=args.delay_s,
-                log=out / f"{name}.log",
-            )
+            twin = None
+            if getattr(args, "baseline", False):
+                twin = out / f"{name}-fault-free"
+                entry["baseline"] = kill(
+                    _named(argv, twin.name),
+                    twin,
+                    p=0.0,
+                    rng=random.Random(seed),  # the faulty run's draws stay its own
+                    log=out / f"{twin.name}.log",
+                )
+            result = kill(argv, out / name, p=args.kill_p, log=out / f"{name}.log", twin=twin)
+            runs.append({"seed": seed, "sweep": args.sweep, "faulty": result, **entry})
+            print(node_line(args.kind, runs[-1]), flush=True)
+            continue
+        result = head_loss(
+            args.sweep,
+            argv,
+            out / name,
+            rng=rng,
+            workers=args.workers,
+            warmup_s=args.delay_s,
+            log=out / f"{name}.log",
+        )
         runs.append({"seed": seed, "sweep": args.sweep, "faulty": result})
         print(node_line(args.kind, runs[-1]), flush=True)
     return runs
+
+
+def _named(argv: list[str], name: str) -> list[str]:
+    """``argv`` with its ``--name`` value replaced."""
+    i = argv.index("--name")
+    return [*argv[: i + 1], name, *argv[i + 2 :]]
 
 
 def _trial_budget(sweep: str, argv: list[str]) -> float:

@@ -141,6 +141,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a fresh node joins this long after a kill (default: %(default)s)",
     )
     n.add_argument("--max-kills", type=int, default=None, help="at most this many kills in a sweep")
+    n.add_argument(
+        "--baseline",
+        action="store_true",
+        help="first run the same sweep fault-free on a cluster of the same shape, and compare each "
+        "trial's env steps/s after the kills with its twin's over the same env steps (use a "
+        "random search: --sweep-args '... --search random --scheduler fifo')",
+    )
     sub.choices["head"].add_argument(
         "--delay-s",
         type=parse_window,
