@@ -95,6 +95,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sweeps import dqn_family
+from sweeps.algorithms.apex.config import CABS_RUNNERS
 from sweeps.harness import keys, runner
 from sweeps.harness.sweep import Cost
 from sweeps.workloads.cabs import CABS
@@ -151,8 +152,7 @@ SWEEP = runner.Sweep(
         "grace_period": 5_000,
         "reduction_factor": 3,
         "time_budget_s": 840.0,
-        "num_env_runners": 1,
-        "num_envs_per_env_runner": 8,
+        **CABS_RUNNERS,  # one actor of 8 envs: cabs_config's, their one home
         # Two trials at once, the sweep's own Ray declaring their CPUs on a 2-core machine: one
         # trial's start-up runs beside the other's training (results/cabs/OVERHEAD.md).
         "max_concurrent_trials": 2,

@@ -12,6 +12,7 @@ from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
+from sweeps.algorithms.apex.config import CABS_HIDDENS
 from sweeps.harness.sweep import Scaling
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
@@ -36,15 +37,15 @@ REQUESTS_GAMMA = 0.995
 
 
 def cabs(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
-    """The cab workload for a DQN-family config: one hidden layer of 256 (two layers learned far
-    slower here); on the request variant the Q-values of unavailable actions masked and
-    γ = ``REQUESTS_GAMMA``."""
+    """The cab workload for a DQN-family config: its network of ``CABS_HIDDENS`` (one hidden
+    layer of 256: two learned far slower here); on the request variant the Q-values of
+    unavailable actions masked and γ = ``REQUESTS_GAMMA``."""
     masked = None
     if args.variant == "requests":
         from sweeps.algorithms.masked_dqn import MaskedDQNTorchRLModule as masked
 
         config.training(gamma=REQUESTS_GAMMA)
-    return CABS.configure(config, args, masked_module=masked, hiddens=(256,))
+    return CABS.configure(config, args, masked_module=masked, hiddens=CABS_HIDDENS)
 
 
 def sample_cabs(trial: Any) -> dict[str, Any]:

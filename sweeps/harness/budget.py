@@ -143,21 +143,20 @@ def at_cut() -> CutShort | None:
     return _AT_CUT[0] if CUT_SHORT.is_set() else None
 
 
-class WallClockCap(Callback):
-    """Stops the sweep, as a Ctrl-C does, once its clock reaches the armed cap (``arm``).
+class SweepClock(Callback):
+    """A Tune callback that keeps the sweep's wall-clock: a resumed sweep's goes on from the runs
+    before, as Tune counts its ``time_budget_s`` (the seconds so far are this callback's state,
+    which Tune saves with its experiment state and hands back on a resume)."""
 
-    The clock is the sweep's: a resumed sweep's goes on from the runs before (this callback's
-    state, saved with Tune's experiment state). ``planned``: the trials the sweep plans."""
-
-    def __init__(self, planned: int) -> None:
-        self._planned = planned
-        self._elapsed_before_s = 0.0
+    def __init__(self) -> None:
         self._start = time.monotonic()
+        self._elapsed_before_s = 0.0  # the runs before this one (a resumed sweep)
 
     def setup(self, **info: Any) -> None:
         self._start = time.monotonic()
 
     def elapsed_s(self) -> float:
+        """The sweep's wall-clock so far, the runs before a resume included."""
         return self._elapsed_before_s + time.monotonic() - self._start
 
     def get_state(self) -> dict[str, Any]:
@@ -166,6 +165,15 @@ class WallClockCap(Callback):
     def set_state(self, state: dict[str, Any]) -> None:
         self._elapsed_before_s = float(state.get("elapsed_s", 0.0))
         self._start = time.monotonic()
+
+
+class WallClockCap(SweepClock):
+    """Stops the sweep, as a Ctrl-C does, once its clock (``SweepClock``) reaches the armed cap
+    (``arm``). ``planned``: the trials the sweep plans."""
+
+    def __init__(self, planned: int) -> None:
+        super().__init__()
+        self._planned = planned
 
     def on_step_begin(self, iteration: int, trials: list[Trial], **info: Any) -> None:
         cap = _CAP_S[0]

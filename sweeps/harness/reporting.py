@@ -259,7 +259,7 @@ def check_line(trial_id: str, result: dict) -> str | None:
     )
 
 
-class ProgressCallback(Callback):
+class ProgressCallback(budget.SweepClock):
     """Every ``interval_s``: one sweep-level line (trials completed / pruned by ASHA / running /
     errored / waiting, elapsed of the budget, the best so far with % of optimum where known) and
     a short table, best trial first.
@@ -299,10 +299,7 @@ class ProgressCallback(Callback):
         self._stop = {k: v for k, v in (stop or {}).items() if v is not None}
         self._budget_s = time_budget_s
         self._num_samples = num_samples
-        self._start = time.monotonic()
-        # The sweep's wall-clock before this run (a resumed sweep: Tune restores it, from its
-        # experiment state, as it restores its time-budget stopper's remaining budget).
-        self._elapsed_before_s = 0.0
+        super().__init__()  # the sweep's clock, a resume's runs before included
         self._last_print = 0.0
         self._last: dict[str, dict] = {}
         # trial id -> its last result with a finite judged return: an iteration in which no
@@ -314,20 +311,8 @@ class ProgressCallback(Callback):
     def _print(self, text: str) -> None:
         print(text, file=sys.stdout, flush=True)  # not stored: Tune pickles callbacks
 
-    def setup(self, **info: Any) -> None:
-        self._start = time.monotonic()
-
-    def elapsed_s(self) -> float:
-        """The sweep's wall-clock so far, the runs before a resume included (as Tune counts
-        its ``time_budget_s``)."""
-        return self._elapsed_before_s + time.monotonic() - self._start
-
-    def get_state(self) -> dict[str, Any]:
-        return {"elapsed_s": self.elapsed_s()}
-
     def set_state(self, state: dict[str, Any]) -> None:
-        self._elapsed_before_s = float(state.get("elapsed_s", 0.0))
-        self._start = time.monotonic()
+        super().set_state(state)
         if self._elapsed_before_s > 0:
             cap = budget.cap_s(self._budget_s)  # a resume's --time-budget-s, where given
             budget_text = f" of its {_clock(cap)} budget" if cap else ""

@@ -302,6 +302,14 @@ TWO_CORE_APEX: dict[str, Any] = {
 }
 
 
+# The cab MDP's tuned values that a sweep's command line also reaches: their one home. The
+# DQN family's cab network, one hidden layer of 256 (two layers learned far slower there;
+# sweeps/dqn_family.cabs builds it for DQN and Ape-X alike), and Ape-X's actors there, one of 8
+# vectorised envs (the sweep's --num-env-runners and --num-envs-per-env-runner default to them).
+CABS_HIDDENS: tuple[int, ...] = (256,)
+CABS_RUNNERS: dict[str, int] = {"num_env_runners": 1, "num_envs_per_env_runner": 8}
+
+
 def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
     """Tuned small-problem settings (the cab MDP on 2 cores), updating ``config`` in place.
 
@@ -318,8 +326,7 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
     config = config or ApexDQNConfig()
     return (
         config.env_runners(
-            num_env_runners=1,
-            num_envs_per_env_runner=8,
+            **CABS_RUNNERS,
             rollout_fragment_length=32,
             max_requests_in_flight_per_env_runner=2,
         )
@@ -334,6 +341,6 @@ def cabs_config(config: ApexDQNConfig | None = None) -> ApexDQNConfig:
             num_steps_sampled_before_learning_starts=1000,
             replay_buffer_config={"capacity": 50_000},
         )
-        .rl_module(model_config={"fcnet_hiddens": [256], "fcnet_activation": "relu"})
+        .rl_module(model_config={"fcnet_hiddens": list(CABS_HIDDENS), "fcnet_activation": "relu"})
         .reporting(min_time_s_per_iteration=0.5, min_sample_timesteps_per_iteration=0)
     )
