@@ -188,3 +188,33 @@ def test_the_report_gives_throughput_after_faults_against_the_fault_free_run(tmp
     assert "(goal: within 10%)" in line
     assert "env-runner kills 0.80x; node kills 0.97x." in line  # the twin's ratio only
     assert _throughput_goals([{**nodes_run, "runs": []}]) == []
+
+
+def test_recheck_gives_a_runners_run_its_throughput_from_its_folders(tmp_path, monkeypatch):
+    """A runners run made before the throughput was recorded gets it from its own folders
+    (``faults.py recheck``); the whole trial's rate, restart gaps included, beside it."""
+    import json
+    import shutil
+
+    from benchmarks.faultlab import experiments
+    from benchmarks.faultlab.report import _throughput_goals
+
+    monkeypatch.setattr("sweeps.harness.record.git_commit", lambda: "abc")
+    _rows(tmp_path / "apex-faulty" / "T", [(0, 0, 0), (10, 1000, 10), (20, 1800, 20),
+          (40, 3400, 40)])  # fmt: skip
+    _rows(tmp_path / "apex-baseline" / "T", [(0, 0, 0), (10, 1000, 10), (40, 4000, 40)])
+    entry = {"algo": "apex", "faulty": {"kills": [{"at_unix": 10.0}], "check": {"ok": True}}}
+    summary = {"kind": "runners", "environment": {"started_at": "a"}}
+    summary["runs"] = [entry | {"baseline": {"check": {"ok": True}}}]
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    after = experiments.recheck(tmp_path)
+    rates = after["runs"][0]["rates"]
+    assert rates["ratio_to_fault_free"] == 0.8
+    assert rates["lifetime_ratio_to_fault_free"] == 0.85  # 3,400 / 40 s against 4,000 / 40 s
+    assert json.loads((tmp_path / "summary.json").read_text())["runs"][0]["rates"] == rates
+    (line, _) = _throughput_goals([after])
+    assert "Over the whole trial, the restarts' gaps on its training clock included: " in line
+    assert line.endswith("0.85x-0.85x the fault-free run's env steps/s.")  # 0.80x: not back
+    shutil.rmtree(tmp_path / "apex-baseline")
+    with pytest.raises(ValueError, match="apex-baseline is gone"):
+        experiments.recheck_readable(tmp_path)

@@ -90,31 +90,68 @@ def _overheads(entry: dict[str, Any]) -> None:
 
 
 def recheck_readable(run: Path) -> dict[str, Any]:
-    """A driver run's summary and, per seed and sweep, the folder it was run in; a ValueError
+    """A driver, runners or shard run's summary, and the folders it was run in; a ValueError
     names what is missing."""
     try:
         summary = json.loads((run / SUMMARY).read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"{run / SUMMARY} unreadable: {e}") from e
-    if summary.get("kind") != "driver":
-        raise ValueError(f"{run / SUMMARY} is a {summary.get('kind')!r} run, not a driver run")
-    for entry in summary["runs"]:
-        for label in SWEEPS:
-            folder = run / _sweep_name(entry["seed"], label)
-            if label in entry and not folder.is_dir():
-                raise ValueError(f"{folder} is gone: the run cannot be re-read")
+    kind = summary.get("kind")
+    if kind not in ("driver", "runners", "shard", "nodes"):
+        raise ValueError(
+            f"{run / SUMMARY} is a {kind!r} run, not a driver, runners, shard or nodes run"
+        )
+    for folder in _folders(run, summary):
+        if not folder.is_dir():
+            raise ValueError(f"{folder} is gone: the run cannot be re-read")
     return summary
 
 
+def _folders(run: Path, summary: dict[str, Any]) -> list[Path]:
+    """The sweep folders a run's summary was made from."""
+    if summary["kind"] == "nodes":
+        return [
+            run / f"seed{entry['seed']}{suffix}"
+            for entry in summary["runs"]
+            for suffix, label in (("", "faulty"), ("-fault-free", "baseline"))
+            if label in entry
+        ]
+    if summary["kind"] == "driver":
+        return [
+            run / _sweep_name(entry["seed"], label)
+            for entry in summary["runs"]
+            for label in SWEEPS
+            if label in entry
+        ]
+    return [
+        run / f"{entry.get('algo')}-{label}"
+        for entry in summary["runs"]
+        for label in ("baseline", "faulty")
+        if label in entry
+    ]
+
+
 def recheck(run: Path) -> dict[str, Any]:
-    """Re-read the sweep folders of a finished driver run with today's ``check_sweep`` (a run
-    made before a check or a figure was added gets it from its own folders; nothing is re-run)
-    and rewrite its summary.json, which then says when and at which commit."""
+    """Re-read the sweep folders of a finished run with today's code (a run made before a check
+    or a figure was added gets it from its own folders; nothing is re-run) and rewrite its
+    summary.json, which then says when and at which commit: a driver run's checks and overheads,
+    a runners, shard or nodes run's throughput around its kills."""
     from sweeps.harness.files import atomic_write_text
     from sweeps.harness.record import git_commit
 
     summary = recheck_readable(run)
     for entry in summary["runs"]:
+        if summary["kind"] == "nodes":
+            from benchmarks.faultlab.nodes import rates_around
+
+            folder, twin = run / f"seed{entry['seed']}", run / f"seed{entry['seed']}-fault-free"
+            twin_or_none = twin if "baseline" in entry else None
+            entry["faulty"]["rates"] = rates_around(folder, entry["faulty"]["kills"], twin_or_none)
+            continue
+        if summary["kind"] != "driver":
+            kills = entry["faulty"]["kills"]
+            entry["rates"] = _rates(run, entry["algo"], kills, "baseline" in entry)
+            continue
         for label in SWEEPS:
             if label in entry:
                 entry[label]["check"] = check_sweep(run / _sweep_name(entry["seed"], label))

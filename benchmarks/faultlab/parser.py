@@ -156,10 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c = sub.add_parser(
         "recheck",
-        help="re-read a finished driver run's sweep folders with today's checks and rewrite "
-        "its summary.json (for runs made before a check or figure was added)",
+        help="re-read a finished driver, runners, shard or nodes run's sweep folders with "
+        "today's checks and figures and rewrite its summary.json (for runs made before one "
+        "was added)",
     )
-    c.add_argument("runs", nargs="+", help="driver run folders (each with a summary.json)")
+    c.add_argument("runs", nargs="+", help="run folders (each with a summary.json)")
     r = sub.add_parser("report", help="write RELIABILITY.md from summary.json files")
     r.add_argument("inputs", nargs="+", help="run folders, or folders holding several")
     r.add_argument("--out", required=True, help="the Markdown file (e.g. results/RELIABILITY.md)")

@@ -96,7 +96,15 @@ def around_faults(
         same = window_rate(fault_free, from_steps=after["from_steps"], to_steps=after["to_steps"])
         out["fault_free"] = _round(same["rate"])
         out["ratio_to_fault_free"] = _round(after["rate"] / same["rate"], 3)
+        # Over the whole trial, each fault's gap (the restart, on the training clock) included.
+        out["lifetime_ratio_to_fault_free"] = _round(_lifetime(rows) / _lifetime(fault_free), 3)
     return out
+
+
+def _lifetime(rows: list[dict[str, Any]]) -> float:
+    """The trial's env steps over its training clock at its last row."""
+    _, _, steps, clock = _point(rows[-1]) if rows else (0, 0, math.nan, math.nan)
+    return steps / clock if clock > 0 else math.nan
 
 
 def _round(x: float, digits: int = 1) -> float | None:
