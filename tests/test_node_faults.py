@@ -168,12 +168,13 @@ def test_the_report_gives_throughput_after_faults_against_the_fault_free_run(tmp
 
     # a runners run's one trial, faulty and fault-free, as process_experiment leaves them
     _rows(tmp_path / "apex-faulty" / "T", [(0, 0, 0), (10, 1000, 10), (20, 1800, 20),
-          (40, 3400, 40)])  # fmt: skip
+          (40, 3400, 40)], restored_at=3)  # fmt: skip
     # fault-free: 100/s throughout, in iterations that end at other env steps than the faulty's
     _rows(tmp_path / "apex-baseline" / "T", [(0, 0, 0), (10, 1000, 10), (40, 4000, 40)])
     rates = _rates(tmp_path, "apex", [{"at_unix": 10.0}, {"pid": 1}], twin=True)
-    assert rates["ratio"] == 0.8 and rates["ratio_to_fault_free"] == 0.8
+    assert rates["ratio"] == 0.8 and rates["ratio_to_fault_free"] == 0.8 and rates["hit"]
     assert rate_cell(rates) == "80/s: 0.80x before, 0.80x fault-free"
+    assert rate_cell(rates | {"hit": False}).endswith("fault-free (no process lost)")
     assert rate_cell(None) == "-"
     runs = [{"algo": "apex", "rates": rates, "faulty": {"kills": [{}], "rc": 0, "wall_s": 9,
              "check": {"ok": True, "problems": []}}}]  # fmt: skip
@@ -181,12 +182,23 @@ def test_the_report_gives_throughput_after_faults_against_the_fault_free_run(tmp
     nodes_run = {
         "kind": "nodes",
         "environment": {"started_at": "b"},
-        "runs": [{"faulty": {"rates": [{"ratio": 1.8}, {"ratio_to_fault_free": 0.97}]}}],
+        "runs": [
+            {
+                "faulty": {
+                    "rates": [
+                        {"ratio": 1.8},
+                        {"ratio_to_fault_free": 0.97},
+                        {"ratio_to_fault_free": 0.95, "hit": False},
+                    ]
+                }
+            }
+        ],
     }
     runners_run = {"kind": "runners", "environment": {"started_at": "a"}, "runs": runs}
     (line, _) = _throughput_goals([nodes_run, runners_run])
     assert "(goal: within 10%)" in line
-    assert "env-runner kills 0.80x; node kills 0.97x." in line  # the twin's ratio only
+    # the twin's ratio only; a trial that lost no process said so
+    assert "env-runner kills 0.80x; node kills 0.97x, 0.95x (missed: no process lost)." in line
     assert _throughput_goals([{**nodes_run, "runs": []}]) == []
 
 
@@ -201,7 +213,7 @@ def test_recheck_gives_a_runners_run_its_throughput_from_its_folders(tmp_path, m
 
     monkeypatch.setattr("sweeps.harness.record.git_commit", lambda: "abc")
     _rows(tmp_path / "apex-faulty" / "T", [(0, 0, 0), (10, 1000, 10), (20, 1800, 20),
-          (40, 3400, 40)])  # fmt: skip
+          (40, 3400, 40)], restored_at=3)  # fmt: skip
     _rows(tmp_path / "apex-baseline" / "T", [(0, 0, 0), (10, 1000, 10), (40, 4000, 40)])
     entry = {"algo": "apex", "faulty": {"kills": [{"at_unix": 10.0}], "check": {"ok": True}}}
     summary = {"kind": "runners", "environment": {"started_at": "a"}}

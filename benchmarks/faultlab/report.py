@@ -137,7 +137,8 @@ def _throughput_goals(summaries: list[dict[str, Any]]) -> list[str]:
     for s in sorted(summaries, key=lambda s: s["environment"]["started_at"]):
         for x in _rates_of(s):
             if x.get("ratio_to_fault_free") is not None:
-                by_kind.setdefault(s["kind"], []).append(f"{x['ratio_to_fault_free']:.2f}x")
+                missed = " (missed: no process lost)" if x.get("hit") is False else ""
+                by_kind.setdefault(s["kind"], []).append(f"{x['ratio_to_fault_free']:.2f}x{missed}")
                 after.append(x["ratio_to_fault_free"])
                 if x.get("lifetime_ratio_to_fault_free") is not None:
                     lifetime.append(x["lifetime_ratio_to_fault_free"])
@@ -176,7 +177,8 @@ def rate_cell(x: dict[str, Any] | None) -> str:
     if x.get("ratio_to_fault_free") is not None:
         parts.append(f"{x['ratio_to_fault_free']:.2f}x fault-free")
     after = f"{x['after']:,.0f}/s: " if x.get("after") is not None else ""
-    return after + (", ".join(parts) or "-")
+    missed = " (no process lost)" if x.get("hit") is False else ""
+    return after + (", ".join(parts) or "-") + missed
 
 
 def _node_goals(summaries: list[dict[str, Any]]) -> list[str]:

@@ -87,6 +87,7 @@ def around_faults(
     if math.isnan(before["rate"]) and math.isnan(after["rate"]):
         return None
     out: dict[str, Any] = {
+        "hit": lost_a_process(rows),
         "before": _round(before["rate"]),
         "after": _round(after["rate"]),
         "after_env_steps": [_round(after["from_steps"], 0), _round(after["to_steps"], 0)],
@@ -99,6 +100,19 @@ def around_faults(
         # Over the whole trial, each fault's gap (the restart, on the training clock) included.
         out["lifetime_ratio_to_fault_free"] = _round(_lifetime(rows) / _lifetime(fault_free), 3)
     return out
+
+
+def lost_a_process(rows: list[dict[str, Any]]) -> bool:
+    """Whether the trial lost one of its processes: a restore (its lifetime iteration starting
+    again: Tune retried it from a checkpoint) or a restart that RLlib or Ape-X counted (an env
+    runner, a replay shard). A node kill can miss a trial: its node held none of them."""
+    from benchmarks.faultlab.common import COUNTER_KEY
+    from sweeps.harness import keys
+
+    lives = [_point(r)[1] for r in rows]
+    restored = any(b <= a for a, b in zip(lives, lives[1:], strict=False))
+    counted = any(keys.get(r, key) for r in rows for key in COUNTER_KEY.values())
+    return restored or bool(counted)
 
 
 def _lifetime(rows: list[dict[str, Any]]) -> float:
