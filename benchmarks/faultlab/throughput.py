@@ -124,12 +124,3 @@ def _lifetime(rows: list[dict[str, Any]]) -> float:
 def _round(x: float, digits: int = 1) -> float | None:
     """JSON-safe: NaN (no rate) becomes None."""
     return None if x is None or math.isnan(x) else round(x, digits)
-
-
-def verdict(ratio: float | None, tolerance: float = 0.10) -> str:
-    """The issue's goal, said of one ratio: within ``tolerance`` of 1, lower, or higher."""
-    if ratio is None:
-        return "-"
-    if abs(ratio - 1) <= tolerance:
-        return f"within {tolerance:.0%}"
-    return "lower" if ratio < 1 else "higher"
