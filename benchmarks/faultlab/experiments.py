@@ -90,7 +90,7 @@ def _overheads(entry: dict[str, Any]) -> None:
 
 
 def recheck_readable(run: Path) -> dict[str, Any]:
-    """A driver, runners or shard run's summary, and the folders it was run in; a ValueError
+    """A driver, runners, shard or nodes run's summary, and the folders it was run in; a ValueError
     names what is missing."""
     try:
         summary = json.loads((run / SUMMARY).read_text())
@@ -110,10 +110,12 @@ def recheck_readable(run: Path) -> dict[str, Any]:
 def _folders(run: Path, summary: dict[str, Any]) -> list[Path]:
     """The sweep folders a run's summary was made from."""
     if summary["kind"] == "nodes":
+        from benchmarks.faultlab.nodes import sweep_folders
+
         return [
-            run / f"seed{entry['seed']}{suffix}"
+            folder
             for entry in summary["runs"]
-            for suffix, label in (("", "faulty"), ("-fault-free", "baseline"))
+            for label, folder in sweep_folders(run, entry["seed"]).items()
             if label in entry
         ]
     if summary["kind"] == "driver":
@@ -142,11 +144,12 @@ def recheck(run: Path) -> dict[str, Any]:
     summary = recheck_readable(run)
     for entry in summary["runs"]:
         if summary["kind"] == "nodes":
-            from benchmarks.faultlab.nodes import rates_around
+            from benchmarks.faultlab.nodes import rates_around, sweep_folders
 
-            folder, twin = run / f"seed{entry['seed']}", run / f"seed{entry['seed']}-fault-free"
-            twin_or_none = twin if "baseline" in entry else None
-            entry["faulty"]["rates"] = rates_around(folder, entry["faulty"]["kills"], twin_or_none)
+            folders = sweep_folders(run, entry["seed"])
+            twin = folders["baseline"] if "baseline" in entry else None
+            kills = entry["faulty"]["kills"]
+            entry["faulty"]["rates"] = rates_around(folders["faulty"], kills, twin)
             continue
         if summary["kind"] != "driver":
             kills = entry["faulty"]["kills"]

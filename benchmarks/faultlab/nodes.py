@@ -360,7 +360,8 @@ def node_experiment(args: Any, out: Path) -> list[dict[str, Any]]:
     runs = []
     for seed in args.seeds:
         rng = random.Random(seed)
-        name = f"seed{seed}"
+        folders = sweep_folders(out, seed)
+        name = folders["faulty"].name
         argv = [
             *shlex.split(args.sweep_args),
             *("--seed", str(seed), "--progress-interval-s", "600"),
@@ -382,7 +383,7 @@ def node_experiment(args: Any, out: Path) -> list[dict[str, Any]]:
             )
             twin = None
             if getattr(args, "baseline", False):
-                twin = out / f"{name}-fault-free"
+                twin = folders["baseline"]
                 entry["baseline"] = kill(
                     _named(argv, twin.name),
                     twin,
@@ -406,6 +407,12 @@ def node_experiment(args: Any, out: Path) -> list[dict[str, Any]]:
         runs.append({"seed": seed, "sweep": args.sweep, "faulty": result})
         print(node_line(args.kind, runs[-1]), flush=True)
     return runs
+
+
+def sweep_folders(out: Path, seed: int) -> dict[str, Path]:
+    """A cluster run's sweep folders for ``seed``: the faulty sweep's and (``--baseline``) its
+    fault-free twin's, by the summary entry's key."""
+    return {"faulty": out / f"seed{seed}", "baseline": out / f"seed{seed}-fault-free"}
 
 
 def _named(argv: list[str], name: str) -> list[str]:

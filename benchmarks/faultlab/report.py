@@ -128,9 +128,9 @@ def _rates_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _throughput_goals(summaries: list[dict[str, Any]]) -> list[str]:
-    """A trial's env steps/s after its faults: against the fault-free run of the same seed over
-    the same env steps where the run has one (the comparison that decides: a trial's rate drifts
-    as it trains), else against the same trial before them."""
+    """A trial's env steps/s after its faults against the fault-free run of the same seed over
+    the same env steps, where the run has one (the comparison that decides: a trial's rate
+    drifts as it trains; the tables give "against before them" too), and the whole trial's."""
     by_kind: dict[str, list[str]] = {}
     after: list[float] = []
     lifetime: list[float] = []
