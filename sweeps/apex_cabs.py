@@ -139,6 +139,26 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
+# The default search's work as its measured costs recorded it (``budget.work``): a cost predicts
+# only this search.
+MAINJOB_WORK = {
+    "num_samples": 24,
+    "variant": "base",
+    "scheduler": "asha",
+    "stop_timesteps": BUDGET["base"],
+    "grace_period": 5_000,
+    "reduction_factor": 3,
+    "stop_reward": None,
+    "stop_train_time_s": None,
+    "num_env_runners": 1,
+    "num_envs_per_env_runner": 8,
+    "max_concurrent_trials": 2,
+    "eval_interval": 1,
+    "eval_episodes": 5,
+    "eval_share": 0.0,  # (recorded before --eval-share: no cap)
+    "final_episodes": 100,
+}
+
 SWEEP = runner.Sweep(
     name="apex_cabs",
     algo="apex",
@@ -167,32 +187,18 @@ SWEEP = runner.Sweep(
     },
     smoke={"stop_timesteps": 500},
     extra_metrics=keys.APEX_METRICS,
-    # The default search's measured cost, which the plan's prediction scales to the machine at
-    # hand (python -m sweeps.harness.budget runs/mainjob-s4; results/cabs/OVERHEAD.md).
+    # The default search's measured costs, which the plan's prediction scales to the machine at
+    # hand (python -m sweeps.harness.budget runs/<sweep>; results/cabs/OVERHEAD.md).
     costs={
-        "base": Cost(
-            wall_s=374.0,
-            busy_s=734.14,
-            raw_env_rate=1_172_650.0,
-            cores=2,
-            work={
-                "num_samples": 24,
-                "variant": "base",
-                "scheduler": "asha",
-                "stop_timesteps": BUDGET["base"],
-                "grace_period": 5_000,
-                "reduction_factor": 3,
-                "stop_reward": None,
-                "stop_train_time_s": None,
-                "num_env_runners": 1,
-                "num_envs_per_env_runner": 8,
-                "max_concurrent_trials": 2,
-                "eval_interval": 1,
-                "eval_episodes": 5,
-                "eval_share": 0.0,  # (recorded before --eval-share: no cap)
-                "final_episodes": 100,
-            },
-            source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
+        "base": (
+            Cost(
+                wall_s=374.0,
+                busy_s=734.14,
+                raw_env_rate=1_172_650.0,
+                cores=2,
+                work=MAINJOB_WORK,
+                source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
+            ),
         )
     },
 )

@@ -262,7 +262,7 @@ def _with_cost(sweep, **changes):
         work=budget.work(args),
         source="a test",
     )
-    return dataclasses.replace(sweep, costs={"base": dataclasses.replace(cost, **changes)})
+    return dataclasses.replace(sweep, costs={"base": (dataclasses.replace(cost, **changes),)})
 
 
 def _args(sweep, *argv):
@@ -295,6 +295,27 @@ def test_prediction_scales_the_measured_search_by_speed_cores_and_trials():
         assert none is None and why in reason
     none, reason = budget.predict(sweep, args, None, 2)
     assert none is None and "speed" in reason
+
+
+def test_prediction_rests_on_the_cost_measured_on_the_nearest_core_count():
+    """A search squeezed onto fewer cores spends more CPU on the same work: where its cost was
+    measured on this machine's core count too, the plan scales that one, not the 2-core one."""
+    import dataclasses
+
+    from sweeps import apex_cabs
+
+    sweep = _with_cost(apex_cabs.SWEEP)
+    (two,) = sweep.costs["base"]
+    one = dataclasses.replace(two, wall_s=1000.0, busy_s=950.0, cores=1, source="1-core run")
+    sweep = dataclasses.replace(sweep, costs={"base": (two, one)})
+    args = _args(sweep)
+    on_one, _ = budget.predict(sweep, args, 900_000.0, 1)
+    assert on_one.seconds == pytest.approx(1000.0) and "1-core run" in on_one.basis
+    on_two, _ = budget.predict(sweep, args, 450_000.0, 2)
+    assert on_two.seconds == pytest.approx(800.0) and "a test" in on_two.basis
+    on_four, _ = budget.predict(sweep, args, 900_000.0, 4)  # nearest: the 2-core one
+    assert on_four.seconds == pytest.approx(400.0)
+    assert budget.nearest((one, two), 3) is two  # a tie goes to the larger count
 
 
 def test_plan_says_the_work_and_raises_the_default_cap_on_a_slower_machine():

@@ -217,20 +217,30 @@ def work(args: argparse.Namespace) -> dict[str, Any]:
     return {"num_samples": args.num_samples, **{k: getattr(args, k, None) for k in WORK_FLAGS}}
 
 
+def nearest(costs: tuple[Cost, ...], cores: int) -> Cost:
+    """The cost measured on the core count nearest this machine's (the larger on a tie): CPU
+    work per env step is not fixed across core counts (a run squeezed onto fewer cores than it
+    has busy processes spends more CPU on the same work: results/cabs/OVERHEAD.md), so a
+    measurement on the same count beats a scaled one."""
+    return min(costs, key=lambda c: (abs(c.cores - cores), -c.cores))
+
+
 def predict(
     sweep: Sweep, args: argparse.Namespace, speed: float | None, cores: int
 ) -> tuple[Prediction | None, str]:
-    """The search's wall-clock on this machine: the measured cost of the same search, its
-    wall-clock and busy seconds scaled by the machine's speed (the raw env rate, measured at the
-    start: one process's speed, ``cost.raw_env_rate / speed``) and its cores (the busy seconds
-    spread over ``cores``, never below the measured wall-clock: trials run one after another),
-    per trial planned: ``max(wall, busy / cores) × rate ratio × trials / measured trials``.
-    None and why where there is nothing to predict from."""
-    cost = sweep.costs.get(getattr(args, "variant", None) or "")
-    if cost is None:
+    """The search's wall-clock on this machine: the measured cost of the same search on the
+    nearest core count (``nearest``), its wall-clock and busy seconds scaled by the machine's
+    speed (the raw env rate, measured at the start: one process's speed,
+    ``cost.raw_env_rate / speed``) and its cores (the busy seconds spread over ``cores``, never
+    below the measured wall-clock: trials run one after another), per trial planned:
+    ``max(wall, busy / cores) × rate ratio × trials / measured trials``. None and why where
+    there is nothing to predict from."""
+    costs = sweep.costs.get(getattr(args, "variant", None) or "")
+    if not costs:
         return None, "no measured cost for this search (Sweep.costs)"
     if speed is None or speed <= 0:
         return None, "the machine's speed was not measured"
+    cost = nearest(costs, cores)
     wanted, measured = work(args), dict(cost.work)
     differs = [k for k in WORK_FLAGS if wanted.get(k) != measured.get(k)]
     if differs:

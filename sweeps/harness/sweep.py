@@ -84,9 +84,10 @@ class Sweep:
     extra_metrics: tuple[keys.Key, ...] = ()
     # How the recipe goes to more env runners (None: nothing changes but the runner count).
     scaling: Scaling | None = None
-    # The default search's measured cost per cab variant ("" for a sweep without variants):
-    # the plan predicts the search's wall-clock on this machine from it.
-    costs: dict[str, Cost] = field(default_factory=dict)
+    # The default search's measured costs per cab variant ("" for a sweep without variants),
+    # one per core count it was measured on: the plan predicts the search's wall-clock on this
+    # machine from the one measured on the nearest core count.
+    costs: dict[str, tuple[Cost, ...]] = field(default_factory=dict)
     # Why the sweep has no search of its own (its tuned defaults run in benchmark mode only:
     # --benchmark-seeds N), or "" where it searches ``sample_params``.
     no_search: str = ""
