@@ -73,7 +73,7 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     import torch
 
     from envs import CABS_REQUESTS
-    from sweeps.harness.cli import apply_settings, build_parser
+    from sweeps.harness.cli import apply_settings, flag_values
     from sweeps.harness.errors import UsageError
 
     module = importlib.import_module(f"sweeps.{args.algo}_cabs")
@@ -81,7 +81,7 @@ def build(args: argparse.Namespace, seed: int, num_runners: int) -> Any:
     argv = ["--variant", variant, "--num-env-runners", str(num_runners), "--seed", str(seed)]
     if args.envs_per_runner is not None:
         argv += ["--num-envs-per-env-runner", str(args.envs_per_runner)]
-    config = module.make_config(build_parser(module.SWEEP).parse_args(argv))
+    config = module.make_config(flag_values(module.SWEEP, argv))
     config.evaluation(evaluation_interval=None)
     config.reporting(min_time_s_per_iteration=args.iter_s, min_sample_timesteps_per_iteration=0)
     config.debugging(log_level="ERROR")

@@ -53,11 +53,10 @@ class Clock:
 
 
 def sweep_config(name: str, argv: list[str]) -> Any:
-    from sweeps.harness.cli import build_parser
+    from sweeps.harness.cli import flag_values
 
     module = importlib.import_module(f"sweeps.{name}")
-    args = build_parser(module.SWEEP).parse_args(argv)
-    return module.make_config(args).evaluation(evaluation_interval=None)
+    return module.make_config(flag_values(module.SWEEP, argv)).evaluation(evaluation_interval=None)
 
 
 def env_runner_rate(config: Any, seconds: float) -> tuple[tuple[float, float], Any]:

@@ -89,7 +89,6 @@ and ``results/cabs/OVERHEAD.md`` (a whole sweep's wall-clock).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -97,6 +96,7 @@ from typing import Any
 from sweeps import dqn_family
 from sweeps.algorithms.apex.config import CABS_RUNNERS
 from sweeps.harness import keys, runner
+from sweeps.harness.settings import Settings
 from sweeps.harness.sweep import Cost
 from sweeps.workloads.cabs import CABS
 
@@ -111,7 +111,7 @@ def lr_schedule(lr: float, decay_steps: int) -> list[list[float]]:
     return [[0, lr], [decay_steps, round(lr / 10, 12)]]
 
 
-def make_config(args: argparse.Namespace):
+def make_config(args: Settings):
     from sweeps.algorithms.apex import ApexDQNConfig, cabs_config
 
     config = cabs_config(ApexDQNConfig())

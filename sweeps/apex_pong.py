@@ -40,13 +40,13 @@ record.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from sweeps import dqn_family
 from sweeps.harness import keys, runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.pong import PONG
 
 # The old RLlib Ape-X Pong settings (see the docstring) with Rainbow's extensions
@@ -64,7 +64,7 @@ TUNED: dict[str, Any] = {
 }
 
 
-def make_config(args: argparse.Namespace):
+def make_config(args: Settings):
     from sweeps.algorithms.apex import ApexDQNConfig
 
     config = ApexDQNConfig().training(**TUNED)

@@ -17,7 +17,6 @@ thousand env steps; see ``results/cabs/REPORT.md`` for measured figures.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from ray.rllib.algorithms.appo import APPOConfig
 from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedAPPOTorchRLModule
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.cabs import CABS
 
 # The V-trace family's tuned cab defaults (sweeps/vtrace_family.py) plus APPO's own: PPO's clip
@@ -38,7 +38,7 @@ TUNED: dict[str, Any] = {
 }
 
 
-def make_config(args: argparse.Namespace) -> APPOConfig:
+def make_config(args: Settings) -> APPOConfig:
     config = vtrace_family.with_tuned(APPOConfig(), TUNED)
     return vtrace_family.cabs(config, args, masked_module=MaskedAPPOTorchRLModule)
 

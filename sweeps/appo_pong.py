@@ -27,7 +27,6 @@ env steps to a return of 0, 10 and 18; ``results/pong/THROUGHPUT.md``: env steps
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +35,7 @@ from ray.rllib.algorithms.appo import APPOConfig
 
 from sweeps import vtrace_family
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.pong import PONG
 
 # RLlib's tuned pong_appo.py losses on the V-trace family's recipe (sweeps/vtrace_family.py),
@@ -62,7 +62,7 @@ TUNED: dict[str, Any] = {
 DEFAULTS: dict[str, Any] = {**vtrace_family.PONG_DEFAULTS, "stop_timesteps": 4_000_000}
 
 
-def make_config(args: argparse.Namespace) -> APPOConfig:
+def make_config(args: Settings) -> APPOConfig:
     config = vtrace_family.with_tuned(APPOConfig(), TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     return PONG.configure(config, args)

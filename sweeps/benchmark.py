@@ -70,15 +70,23 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.baselines.hyperparams import ALGOS as BASELINE_ALGOS
-from sweeps.harness.cli import RECORDED_BEFORE, add_gym_arguments, count, positive_float
-from sweeps.harness.cli import build_parser as sweep_parser
+from sweeps.harness.cli import (
+    RECORDED_BEFORE,
+    add_gym_arguments,
+    count,
+    flag_values,
+    positive_float,
+)
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import check_writable
 from sweeps.harness.record import RECORD_FILE, RunRecord, jsonable
 from sweeps.harness.storage import is_uri
+
+if TYPE_CHECKING:
+    from sweeps.workloads.base import Workload
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 # The single-process baselines a user would pick instead (sweeps/baselines/hyperparams.py): one
@@ -118,6 +126,8 @@ class _Refused(argparse.Action):
     """A flag that means something else here: refused with one line saying what to use."""
 
     def __init__(self, option_strings, dest, *, why: str, **kwargs) -> None:
+        # Not in the parsed flags at all: never given (given, it is refused).
+        kwargs["default"] = argparse.SUPPRESS
         super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
         self.why = why
 
@@ -251,10 +261,42 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+@dataclass(slots=True, kw_only=True)
+class BenchmarkSettings:
+    """The benchmark's parsed, checked flags (their defaults: ``build_parser``) and what the
+    parser derives from them: the workload of ``--env`` and the benchmark's folder. The
+    workload's own flags (``env`` .. ``target``) are what its methods read
+    (``sweeps.workloads.base.EnvFlags``)."""
+
+    env: str
+    variant: str | None
+    tm_seed: int | None = None  # refused: the workload sets it (cabs: the default city)
+    env_config: dict[str, Any] | None
+    target: list[float] | None
+    algos: list[str]
+    benchmark_seeds: int
+    num_env_runners: list[int] | None  # None: each sweep's own
+    num_cpus: int | None
+    stop_train_time_s: float
+    stop_timesteps: int | None
+    stop_reward: float | None
+    confirm_episodes: int | None
+    iteration_s: float
+    storage_path: str
+    name: str | None
+    out: str | None
+    seed: int
+    final_episodes: int | None
+    dry_run: bool
+    # --- derived by the parser
+    workload: Workload | None = None
+    folder: Path | None = None
+
+
+def parse_args(argv: Sequence[str] | None) -> BenchmarkSettings:
     """Parse and check everything before the first run: bad input is one line and exit 2."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = BenchmarkSettings(**vars(parser.parse_args(argv)))
     try:
         _check_env(args)
     except UsageError as err:
@@ -280,7 +322,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-def _check_env(args: argparse.Namespace) -> None:
+def _check_env(args: BenchmarkSettings) -> None:
     """The workload of ``--env`` (``sweeps.workloads.for_env``) and its flags; for a
     Gymnasium env, the env itself against every algorithm asked for (built once, before anything
     runs): a UsageError (one line) else."""
@@ -299,7 +341,7 @@ def _check_env(args: argparse.Namespace) -> None:
         raise UsageError(str(e)) from None
 
 
-def _stop_reward(args: argparse.Namespace) -> float | None:
+def _stop_reward(args: BenchmarkSettings) -> float | None:
     """Where a trial stops: --stop-reward, else the workload's highest target (none: the
     trial runs its budget)."""
     if args.stop_reward is not None:
@@ -307,7 +349,7 @@ def _stop_reward(args: argparse.Namespace) -> float | None:
     return max(args.workload.targets(args), default=None)
 
 
-def _final_episodes(args: argparse.Namespace) -> int:
+def _final_episodes(args: BenchmarkSettings) -> int:
     """Greedy episodes of each trial's final policy: --final-episodes, else the workload's (5 on
     Pong, judged by the training return during the run; none where greedy evaluation runs
     throughout)."""
@@ -334,7 +376,7 @@ class Run:
         return f"python sweeps/{stem}.py" if package == "sweeps" else f"python -m {self.module}"
 
 
-def plan(args: argparse.Namespace) -> list[Run]:
+def plan(args: BenchmarkSettings) -> list[Run]:
     """Every (algorithm, env-runner count), in order, with the sweep flags that run it."""
     runs = []
     for algo in args.algos:
@@ -371,7 +413,7 @@ def check_reuse(run: Run) -> Run:
     record holds the same arguments; a UsageError saying why an existing folder cannot stand for
     it. The sweep's own parser reads the flags, so bad values are refused here too."""
     module = importlib.import_module(run.module)
-    expected = vars(sweep_parser(module.SWEEP).parse_args(list(run.flags)))
+    expected = flag_values(module.SWEEP, run.flags).as_dict()
     if not run.folder.exists():
         return run
     try:
@@ -463,7 +505,7 @@ def tuned_defaults_changed(
     return changes
 
 
-def dry_run_lines(args: argparse.Namespace, runs: list[Run]) -> str:
+def dry_run_lines(args: BenchmarkSettings, runs: list[Run]) -> str:
     """What ``--dry-run`` prints: the workload, where the runs and the report go, the targets
     and each configuration's command."""
     lines = [f"[dry-run] benchmark folder: {args.folder} (not created); report: {args.out}"]

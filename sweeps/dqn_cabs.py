@@ -20,7 +20,6 @@ time-to-reward per seed: ``results/cabs/REPORT.md``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +28,7 @@ from ray.rllib.algorithms.dqn import DQNConfig
 
 from sweeps import dqn_family
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.cabs import CABS
 
 # Tuned defaults: one hidden layer of 256 (two layers learned far slower here), small replay, fast
@@ -54,7 +54,7 @@ TUNED: dict[str, Any] = {
 }
 
 
-def make_config(args: argparse.Namespace) -> DQNConfig:
+def make_config(args: Settings) -> DQNConfig:
     config = DQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=32)
     config.reporting(min_sample_timesteps_per_iteration=1000)

@@ -7,12 +7,12 @@ the Pong budget; ``sweeps/dqn_<env>.py`` and ``sweeps/apex_<env>.py`` state the 
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from sweeps.algorithms.apex.config import CABS_HIDDENS
+from sweeps.harness.settings import Settings
 from sweeps.harness.sweep import Scaling
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
@@ -36,7 +36,7 @@ PONG_FINAL_EPSILON = 0.01
 REQUESTS_GAMMA = 0.995
 
 
-def cabs(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
+def cabs(config: AlgorithmConfig, args: Settings) -> AlgorithmConfig:
     """The cab workload for a DQN-family config: its network of ``CABS_HIDDENS`` (one hidden
     layer of 256: two learned far slower here); on the request variant the Q-values of
     unavailable actions masked and γ = ``REQUESTS_GAMMA``."""

@@ -30,7 +30,6 @@ on 2 CPU cores; ``results/pong/candidates/CURVES.md``: the probes' learning curv
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -39,6 +38,7 @@ from sweeps import dqn_family
 from sweeps.algorithms.columnar_dqn import ColumnarDQNConfig
 from sweeps.algorithms.columnar_replay import ColumnarPrioritizedEpisodeReplayBuffer
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.pong import PONG
 
 # Sized for 2 CPU cores (see the docstring): Rainbow's extensions (sweeps/dqn_family.py), replay
@@ -62,7 +62,7 @@ TUNED: dict[str, Any] = {
 FRAGMENT = 32
 
 
-def make_config(args: argparse.Namespace) -> ColumnarDQNConfig:
+def make_config(args: Settings) -> ColumnarDQNConfig:
     config = ColumnarDQNConfig().training(**TUNED)
     config.env_runners(rollout_fragment_length=FRAGMENT)
     return PONG.configure(config, args)

@@ -23,10 +23,10 @@ the training return (``--eval-interval 0``).
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from sweeps.dqn_family import EXTENSIONS
+from sweeps.harness.settings import Settings
 from sweeps.harness.sweep import Sweep
 from sweeps.vtrace_family import SAMPLER_TIMEOUT_S
 from sweeps.workloads.gym import GYM
@@ -100,7 +100,7 @@ FRAGMENT: dict[str, int] = {"dqn": 32, "apex": 32, "impala": 50, "appo": 50}
 HIDDENS: tuple[int, ...] = (64, 64)
 
 
-def make_config(algo: str, args: argparse.Namespace) -> Any:
+def make_config(algo: str, args: Settings) -> Any:
     """The algorithm's config with its generic tuned defaults on ``--env`` (checked: a
     ``ValueError`` when the env cannot be built or the algorithm cannot take its spaces)."""
     GYM.check(algo, args)

@@ -19,7 +19,6 @@ The tuned defaults reach a greedy return of ~90% of the exact optimum within ~40
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -29,10 +28,11 @@ from ray.rllib.algorithms.impala import IMPALAConfig
 from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedPPOTorchRLModule
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.cabs import CABS
 
 
-def make_config(args: argparse.Namespace) -> IMPALAConfig:
+def make_config(args: Settings) -> IMPALAConfig:
     """The V-trace family's tuned cab defaults (``sweeps/vtrace_family.py``), nothing of its own."""
     config = vtrace_family.with_tuned(IMPALAConfig(), vtrace_family.CABS_TUNED)
     return vtrace_family.cabs(config, args, masked_module=MaskedPPOTorchRLModule)

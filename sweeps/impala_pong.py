@@ -27,7 +27,6 @@ Results to expect
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -36,6 +35,7 @@ from ray.rllib.algorithms.impala import IMPALAConfig
 
 from sweeps import vtrace_family
 from sweeps.harness import runner
+from sweeps.harness.settings import Settings
 from sweeps.workloads.pong import PONG
 from sweeps.workloads.rllib_config import RLLIB_42_FILTERS
 
@@ -62,7 +62,7 @@ TUNED: dict[str, Any] = {
 }
 
 
-def make_config(args: argparse.Namespace) -> IMPALAConfig:
+def make_config(args: Settings) -> IMPALAConfig:
     config = vtrace_family.with_tuned(IMPALAConfig(), TUNED)
     config.env_runners(rollout_fragment_length=vtrace_family.PONG_FRAGMENT)
     # RLlib's classic 42x42 net: on the 2013 DQN net (rllib_config.CHEAP_42_FILTERS) IMPALA's

@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def parse_args(argv: Sequence[str] | None) -> throughput.ThroughputSettings:
     parser = build_parser()
     args = throughput.parse_args(argv, parser)
     if args.py_spy and py_spy_path() is None:
@@ -107,7 +107,7 @@ def top_functions(raw: str, limit: int = 10) -> tuple[list[tuple[str, float]], i
 
 
 def profile_one(
-    algo: str, args: argparse.Namespace, runners: int | None, raw_per_s: float
+    algo: str, args: throughput.ThroughputSettings, runners: int | None, raw_per_s: float
 ) -> dict[str, Any]:
     config = throughput.make_config(algo, args, runners)
     t0 = time.perf_counter()

@@ -40,6 +40,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,31 @@ from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import atomic_write_text, check_writable
 from sweeps.perf import perf_report
 from sweeps.workloads import NAMED
+
+
+@dataclass(slots=True, kw_only=True)
+class ThroughputSettings:
+    """The throughput benchmark's parsed, checked flags (their defaults: ``build_parser``), and
+    ``sweeps.profiling``'s. The workload's own flags are ``env`` .. ``target`` (what its methods
+    read: ``sweeps.workloads.base.EnvFlags``); only a named workload runs here, so the last three
+    are its defaults."""
+
+    env: str
+    variant: str | None
+    algos: list[str]
+    seconds: float
+    max_warmup_s: float
+    raw_env_s: float
+    num_env_runners: list[int] | None  # None: each sweep's own
+    num_envs_per_env_runner: int | None
+    iteration_s: float
+    set: list[tuple[str, Any]]
+    json: str | None
+    markdown: str | None
+    py_spy: bool = False  # sweeps.profiling's
+    tm_seed: int | None = None
+    env_config: dict[str, Any] | None = None
+    target: list[float] | None = None
 
 
 def _rllib_algos(text: str) -> list[str]:
@@ -132,10 +158,10 @@ def build_parser(
 
 def parse_args(
     argv: Sequence[str] | None, parser: argparse.ArgumentParser | None = None
-) -> argparse.Namespace:
+) -> ThroughputSettings:
     """Parse and check everything before Ray starts: bad input is one line and exit 2."""
     parser = parser or build_parser()
-    args = parser.parse_args(argv)
+    args = ThroughputSettings(**vars(parser.parse_args(argv)))
     for flag in ("json", "markdown"):
         path = getattr(args, flag, None)
         if path is None:
@@ -165,10 +191,10 @@ def parse_args(
 # --------------------------------------------------------------------------------------------
 
 
-def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any, Any]:
+def tuned_config(algo: str, args: ThroughputSettings, runners: int | None) -> tuple[Any, Any]:
     """The sweep file's tuned defaults for ``algo`` on ``args.env`` with ``--set`` applied,
     evaluation off, and the sweep's parsed arguments; starts nothing."""
-    from sweeps.harness.cli import build_parser as sweep_parser
+    from sweeps.harness.cli import flag_values
 
     workload = NAMED[args.env]
     module = importlib.import_module(workload.sweep_module(algo))
@@ -177,7 +203,7 @@ def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tu
         sweep_argv += ["--num-env-runners", str(runners)]
     if args.num_envs_per_env_runner is not None:
         sweep_argv += ["--num-envs-per-env-runner", str(args.num_envs_per_env_runner)]
-    sweep_args = sweep_parser(module.SWEEP).parse_args(sweep_argv)
+    sweep_args = flag_values(module.SWEEP, sweep_argv)
     config = module.make_config(sweep_args).evaluation(evaluation_interval=None)
     apply_settings(config, args.set)
     config.reporting(
@@ -186,7 +212,7 @@ def tuned_config(algo: str, args: argparse.Namespace, runners: int | None) -> tu
     return config, sweep_args
 
 
-def make_config(algo: str, args: argparse.Namespace, runners: int | None) -> Any:
+def make_config(algo: str, args: ThroughputSettings, runners: int | None) -> Any:
     """:func:`tuned_config` placed on this cluster: the learner on the GPU when there is one."""
     import ray
 
@@ -248,7 +274,9 @@ def make_env(env: str, variant: str, num_envs: int | None = None) -> Any:
     """The env exactly as an env runner's factory builds it (its wrappers included): on Pong,
     the vector env of ``num_envs`` games (default: the V-trace recipe's 32) that a runner steps
     in one call."""
-    return NAMED[env].make_raw_env(argparse.Namespace(env=env, variant=variant), num_envs)
+    from sweeps.harness.settings import Settings
+
+    return NAMED[env].make_raw_env(Settings(variant=variant), num_envs)
 
 
 def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> float | None:
@@ -264,14 +292,14 @@ def runner_efficiency(sampled_per_s: float, runners: int, raw_per_s: float) -> f
 # --------------------------------------------------------------------------------------------
 
 
-def baseline_config(algo: str, args: argparse.Namespace) -> Any:
+def baseline_config(algo: str, args: ThroughputSettings) -> Any:
     """A baseline's config as its sweep file makes it (its recipe), evaluation off; starts
     nothing."""
-    from sweeps.harness.cli import build_parser as sweep_parser
+    from sweeps.harness.cli import flag_values
 
     workload = NAMED[args.env]
     module = importlib.import_module(workload.sweep_module(algo))
-    sweep_args = sweep_parser(module.SWEEP).parse_args(workload.sweep_flags(args))
+    sweep_args = flag_values(module.SWEEP, workload.sweep_flags(args))
     config = module.SWEEP.make_config(sweep_args)
     config.settings["eval_interval"] = 0  # evaluation off, as the four's here
     return config.reporting(min_time_s_per_iteration=args.iteration_s)
@@ -299,7 +327,7 @@ def rllib_extras(config: Any) -> str:
     return q_learning_extras(config.double_q, config.dueling, prioritized, config.n_step)
 
 
-def build(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any, dict[str, Any]]:
+def build(algo: str, args: ThroughputSettings, runners: int | None) -> tuple[Any, dict[str, Any]]:
     """The algorithm to train (RLlib's, or the baseline's trial, ``BaselineTrainable``: both
     have ``train()`` and ``stop()``) and what its row says of it: runners, envs per runner,
     the batch of one update, its DQN's extras."""
@@ -331,7 +359,7 @@ def build(algo: str, args: argparse.Namespace, runners: int | None) -> tuple[Any
 
 
 def measure(
-    algo: str, args: argparse.Namespace, runners: int | None, raw_per_s: float
+    algo: str, args: ThroughputSettings, runners: int | None, raw_per_s: float
 ) -> dict[str, Any]:
     import torch
     from ray.rllib.utils.metrics import NUM_TRAINING_STEP_CALLS_PER_ITERATION

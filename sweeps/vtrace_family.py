@@ -9,13 +9,13 @@ weights).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from typing import Any
 
 from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from sweeps.algorithms.appo_loss import CHUNKS_KEY
+from sweeps.harness.settings import Settings
 from sweeps.harness.sweep import Scaling
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
@@ -64,9 +64,7 @@ CABS_DEFAULTS: dict[str, Any] = {
 CABS_SMOKE: dict[str, Any] = {"stop_timesteps": 500}
 
 
-def cabs(
-    config: AlgorithmConfig, args: argparse.Namespace, *, masked_module: type
-) -> AlgorithmConfig:
+def cabs(config: AlgorithmConfig, args: Settings, *, masked_module: type) -> AlgorithmConfig:
     """The cab workload for a V-trace config already holding its tuned training settings:
     32-step fragments, iterations of at least 5 s, logits masked on the request variant."""
     config.env_runners(rollout_fragment_length=32)

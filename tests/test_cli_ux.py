@@ -571,7 +571,6 @@ def test_optuna_storage_sqlite_path_is_made_absolute(tmp_path, monkeypatch):
 
 
 def test_a_database_password_is_not_kept_in_the_record_or_printed():
-    from types import SimpleNamespace
 
     from sweeps.harness import storage
 
@@ -582,7 +581,7 @@ def test_a_database_password_is_not_kept_in_the_record_or_printed():
     assert (
         storage.without_password("sqlite:////tmp/a:b/optuna.db") == "sqlite:////tmp/a:b/optuna.db"
     )
-    call = storage.study_call(SimpleNamespace(name="x", optuna_storage=url))
+    call = storage.study_call("x", url)
     assert "s3cret" not in call and "ann:***@" in call
 
 

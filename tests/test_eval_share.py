@@ -4,7 +4,6 @@ evaluations the share thins (and one it leaves alone)."""
 
 from __future__ import annotations
 
-import argparse
 import math
 
 import pytest
@@ -57,12 +56,11 @@ def _train(share: float, iterations: int = 4) -> list[dict]:
     within ``share``."""
     from sweeps import gym_family
     from sweeps.dqn_gym import SWEEP
-    from sweeps.harness.cli import build_parser
+    from sweeps.harness.cli import flag_values
 
-    args: argparse.Namespace = build_parser(SWEEP).parse_args(
-        ["--env", "CartPole-v1", "--num-env-runners", "0", "--eval-episodes", "2"]
-    )
-    args.eval_share = share
+    args = flag_values(
+        SWEEP, ["--env", "CartPole-v1", "--num-env-runners", "0", "--eval-episodes", "2"]
+    ).replace(eval_share=share)
     config = gym_family.make_config("dqn", args).reporting(min_time_s_per_iteration=0.2)
     algo = config.build()
     try:

@@ -7,7 +7,6 @@ every test that reads its folder or report (``corridor_benchmark``)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -21,6 +20,7 @@ import envs
 from envs.gym import random_returns, resolve
 from sweeps import benchmark, gym_family
 from sweeps.__main__ import main as list_main
+from sweeps.harness.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 CORRIDOR = "tests.gym_envs:Corridor"
@@ -82,15 +82,12 @@ def test_python_m_sweeps_lists_the_generic_sweeps(capsys):
     assert "on any Gymnasium env" in out
 
 
-def _args(**kw) -> argparse.Namespace:
+def _args(**kw) -> Settings:
     """The parsed flags of a generic sweep (its defaults and ``kw``)."""
     from sweeps.appo_gym import SWEEP
-    from sweeps.harness.cli import build_parser
+    from sweeps.harness.cli import flag_values
 
-    args = build_parser(SWEEP).parse_args([])
-    for key, value in kw.items():
-        setattr(args, key, value)
-    return args
+    return flag_values(SWEEP).replace(**kw)
 
 
 def test_the_best_trial_of_a_run_without_target_is_printed(tmp_path, capsys):

@@ -4,9 +4,8 @@ it cannot be measured; a run never fails for it."""
 
 from __future__ import annotations
 
-import argparse
-
 from sweeps.harness import machine_speed
+from sweeps.harness.settings import Settings
 from sweeps.workloads import NAMED
 from sweeps.workloads.base import Workload
 from sweeps.workloads.gym import GYM
@@ -14,8 +13,8 @@ from sweeps.workloads.gym import GYM
 
 def test_the_raw_env_rate_of_each_kind_of_workload():
     """The cab env, and a Gymnasium env by id: a whole number of env steps/s."""
-    cabs = machine_speed.measure(NAMED["cabs"], argparse.Namespace(variant="requests"), 0.05)
-    cartpole = argparse.Namespace(env="CartPole-v1", env_config={})
+    cabs = machine_speed.measure(NAMED["cabs"], Settings(variant="requests"), 0.05)
+    cartpole = Settings(env="CartPole-v1", env_config={})
     for rate in (cabs, machine_speed.measure(GYM, cartpole, 0.05)):
         assert rate is not None and rate > 0 and rate == round(rate)
 
@@ -59,7 +58,7 @@ class _EnvThatFailsToStep(Workload):
 
 
 def test_a_workload_without_a_raw_env_or_with_a_broken_one_measures_nothing(capsys):
-    args = argparse.Namespace()
+    args = Settings()
     assert machine_speed.measure(_NoRawEnv(), args, 0.05) is None
     assert capsys.readouterr().out == ""  # no raw env: nothing to say
     assert machine_speed.measure(_BrokenEnv(), args, 0.05) is None

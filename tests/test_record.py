@@ -191,17 +191,16 @@ def test_collect_reads_the_record_and_skips_one_of_the_wrong_type(tmp_path):
 
 
 def test_a_resumed_record_notes_the_resume_and_keeps_the_rest(tmp_path):
-    from types import SimpleNamespace
-
     from sweeps.harness.recovery import resumed_record
+    from sweeps.harness.settings import Settings
 
     path = _write(tmp_path, {**V1_RECORD, "status": "interrupted", "workload_notes": "kept"})
-    record = resumed_record(str(path), SimpleNamespace(argv=["--resume", str(tmp_path)]))
+    record = resumed_record(str(path), Settings(argv=["--resume", str(tmp_path)]))
     assert (record.status, record.ended_at) == ("running", None)
     assert [r["previous_status"] for r in record.resumes] == ["interrupted", "interrupted"]
     assert record.resumes[-1]["argv"] == ["--resume", str(tmp_path)]
     assert "raw_env_steps_per_s" not in record.resumes[-1]  # not measured
     assert record.extra == {"workload_notes": "kept"} and record.args == V1_RECORD["args"]
-    args = SimpleNamespace(argv=["--resume", str(tmp_path)])
+    args = Settings(argv=["--resume", str(tmp_path)])
     again = resumed_record(str(path), args, raw_env_steps_per_s=1421.0)
     assert again.resumes[-1]["raw_env_steps_per_s"] == 1421.0  # the machine's speed at resume

@@ -262,9 +262,7 @@ def test_scaling_note_names_the_runner_counts_the_machine_cannot_show():
 
 
 def test_markdown_names_machine_command_and_raw_rate():
-    import argparse
-
-    args = argparse.Namespace(env="pong", max_warmup_s=300.0, seconds=20.0, raw_env_s=3.0)
+    args = throughput.parse_args(["--env", "pong", "--max-warmup-s", "300", "--seconds", "20"])
     info = {"cpus": 2, "gpu": None, "cpu_model": "test CPU", "load_start": 1.5, "load_end": 2.5}
     text = perf_report.throughput_markdown(
         [_row(runners=1), _row(runners=2)], info, "python -m sweeps.throughput --env pong", args
@@ -433,9 +431,7 @@ def test_py_spy_top_functions():
 
 
 def test_profile_markdown_summary(monkeypatch):
-    import argparse
-
-    args = argparse.Namespace(env="cabs", max_warmup_s=60.0, seconds=20.0, raw_env_s=3.0)
+    args = profiling.parse_args(["--env", "cabs", "--max-warmup-s", "60", "--seconds", "20"])
     info = {"cpus": 2, "gpu": None, "cpu_model": "x", "load_start": 1.0, "load_end": 1.0}
     rate = {"iteration": 1, "training_step": 50, "update": 100, "learner_call": 100,
             "sample_round": 2, "broadcast": 0}  # fmt: skip

@@ -13,7 +13,6 @@ and benchmarks as
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -22,7 +21,8 @@ import gymnasium as gym
 import numpy as np
 
 from sweeps.harness import runner
-from sweeps.workloads.base import Workload
+from sweeps.harness.settings import Settings
+from sweeps.workloads.base import EnvFlags, Workload
 
 ENV = "tests.toy_workload:PointAtTheBall"  # an entry point: Ray's env runners import it
 
@@ -52,10 +52,10 @@ class Toy(Workload):
     def sweep_module(self, algo: str) -> str:
         return __name__
 
-    def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
+    def env_names(self, args: Settings) -> tuple[str, ...]:
         return (ENV,)
 
-    def configure(self, config: Any, args: argparse.Namespace, **options: Any) -> Any:
+    def configure(self, config: Any, args: Settings, **options: Any) -> Any:
         from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
         from sweeps.workloads.rllib_config import common
@@ -63,10 +63,10 @@ class Toy(Workload):
         config = common(config, args).environment(ENV)
         return config.rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[16]))
 
-    def targets(self, args: argparse.Namespace) -> list[float]:
+    def targets(self, args: EnvFlags) -> list[float]:
         return [9.0]
 
-    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+    def add_benchmark_arguments(self, args: EnvFlags, algos: list[str]) -> None:
         super().add_benchmark_arguments(args, algos)
         if algos != ["dqn"]:
             raise ValueError("--algos: the toy workload has a DQN sweep only")
@@ -75,7 +75,7 @@ class Toy(Workload):
 TOY = Toy()
 
 
-def make_config(args: argparse.Namespace) -> Any:
+def make_config(args: Settings) -> Any:
     from ray.rllib.algorithms.dqn import DQNConfig
 
     config = DQNConfig().training(

@@ -120,35 +120,14 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
         per item (e.g. only unfinished windows stored yet).
         """
         size = self.get_num_timesteps()
-        indices = item_index(self)
-        if not size or not indices:
-            return None
         sums = sum_tree(self)
         total = sums.sum()
-        if not total > 0.0:
+        if not size or not item_index(self) or not total > 0.0:
             return None
         p_min = min_tree(self).min() / total
         max_weight = (p_min * size) ** (-beta)
-
-        rows: list[tuple[int, int, int, Any, int]] = []
-        draws = 0
-        idx_map, episodes = tree_to_item(self), self.episodes
-        evicted = self.get_num_episodes_evicted()
-        limit = max_redraws * num_items
-        randoms = self.rng.random(limit) * total
-        while len(rows) < num_items and draws < limit:
-            tree_idx = sums.find_prefixsum_idx(randoms[draws])
-            draws += 1
-            sample_idx = idx_map.get(tree_idx)
-            if sample_idx is None:
-                continue
-            episode_idx, ts, _ = indices[sample_idx]
-            episode = episodes[episode_idx - evicted]
-            steps = min(n_step, len(episode) - ts)
-            if steps < n_step and not episode.is_done:
-                continue  # the n-step window is not complete yet
-            rows.append((tree_idx, episode_idx, ts, episode, steps))
-        if len(rows) < num_items:
+        rows = self._draw(num_items, n_step, max_redraws * num_items, sums, total)
+        if rows is None:
             return None
 
         tree_idx = np.array([r[0] for r in rows], dtype=np.int64)
@@ -183,6 +162,30 @@ class ColumnarPrioritizedEpisodeReplayBuffer(GrowingPrioritizedEpisodeReplayBuff
             TREE_IDX: tree_idx,
             ITEM_ID: np.array([(r[1], r[2]) for r in rows], dtype=np.int64),
         }
+
+    def _draw(
+        self, num_items: int, n_step: int, limit: int, sums: Any, total: float
+    ) -> list[tuple[int, int, int, Any, int]] | None:
+        """``num_items`` prioritized draws of complete n-step windows, each ``(tree index,
+        episode index, timestep, episode, steps)``, in at most ``limit`` draws (else None)."""
+        rows: list[tuple[int, int, int, Any, int]] = []
+        draws = 0
+        indices, idx_map, episodes = item_index(self), tree_to_item(self), self.episodes
+        evicted = self.get_num_episodes_evicted()
+        randoms = self.rng.random(limit) * total
+        while len(rows) < num_items and draws < limit:
+            tree_idx = sums.find_prefixsum_idx(randoms[draws])
+            draws += 1
+            sample_idx = idx_map.get(tree_idx)
+            if sample_idx is None:
+                continue
+            episode_idx, ts, _ = indices[sample_idx]
+            episode = episodes[episode_idx - evicted]
+            steps = min(n_step, len(episode) - ts)
+            if steps < n_step and not episode.is_done:
+                continue  # the n-step window is not complete yet
+            rows.append((tree_idx, episode_idx, ts, episode, steps))
+        return rows if len(rows) == num_items else None
 
     def update_priorities_at(
         self, tree_idx: np.ndarray, item_id: np.ndarray, priorities: np.ndarray

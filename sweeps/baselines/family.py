@@ -9,11 +9,11 @@ user would pick runs, out of the box.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import replace
 from typing import Any
 
 from sweeps.baselines.hyperparams import MASKED, NAMES
+from sweeps.harness.settings import Settings
 from sweeps.harness.sweep import Sweep
 from sweeps.workloads.base import Workload
 
@@ -33,7 +33,7 @@ NO_SEARCH = (
 def make_config_for(algo: str, workload: Workload) -> Any:
     """The sweep's ``make_config``: args -> ``BaselineConfig`` of the workload's env."""
 
-    def make_config(args: argparse.Namespace) -> Any:
+    def make_config(args: Settings) -> Any:
         import gymnasium as gym
 
         import envs
@@ -57,7 +57,7 @@ def make_config_for(algo: str, workload: Workload) -> Any:
             env_config,
             eval_interval=args.eval_interval,
             eval_episodes=args.eval_episodes,
-            eval_share=float(getattr(args, "eval_share", 0.0) or 0.0),
+            eval_share=args.eval_share,
             action_mask=list(mask) if mask is not None and algo in MASKED else None,
         )
         config.seed = args.seed

@@ -1,7 +1,7 @@
 """The machinery every sweep shares; a sweep file imports what it needs from here.
 
-The run's steps, each in its own module: ``cli`` parses the shared flags (defaults in
-``cli.SHARED_DEFAULTS``), ``placement`` plans the CPUs/GPUs of a trial, ``tuned`` and
+The run's steps, each in its own module: ``cli`` parses the shared flags into ``settings.Settings``
+(each flag's type and default), ``placement`` plans the CPUs/GPUs of a trial, ``tuned`` and
 ``configs_from`` choose the first trials (the sweep's tuned defaults, or another sweep's
 configurations), ``runner`` searches and fits with Tune and summarises (``outcome``: the record
 closed, the best trial and the exit code); ``space`` draws and describes a sweep's search space;

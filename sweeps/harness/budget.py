@@ -19,7 +19,6 @@ given more. Sweeps recorded with Tune's budget resume under it as they began.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import math
 import signal
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ray.tune.callback import Callback
 from ray.tune.experiment import Trial
+
+from sweeps.harness.settings import Settings
 
 if TYPE_CHECKING:
     from sweeps.harness.record import RunRecord
@@ -212,9 +213,9 @@ class Prediction:
     basis: str
 
 
-def work(args: argparse.Namespace) -> dict[str, Any]:
+def work(args: Settings) -> dict[str, Any]:
     """The flags that set the search's work, as a measured ``Cost`` records them."""
-    return {"num_samples": args.num_samples, **{k: getattr(args, k, None) for k in WORK_FLAGS}}
+    return {"num_samples": args.num_samples, **{k: getattr(args, k) for k in WORK_FLAGS}}
 
 
 def nearest(costs: tuple[Cost, ...], cores: int) -> Cost:
@@ -226,7 +227,7 @@ def nearest(costs: tuple[Cost, ...], cores: int) -> Cost:
 
 
 def predict(
-    sweep: Sweep, args: argparse.Namespace, speed: float | None, cores: int
+    sweep: Sweep, args: Settings, speed: float | None, cores: int
 ) -> tuple[Prediction | None, str]:
     """The search's wall-clock on this machine: the measured cost of the same search on the
     nearest core count (``nearest``), its wall-clock and busy seconds scaled by the machine's
@@ -235,7 +236,7 @@ def predict(
     below the measured wall-clock: trials run one after another), per trial planned:
     ``max(wall, busy / cores) × rate ratio × trials / measured trials``. None and why where
     there is nothing to predict from."""
-    costs = sweep.costs.get(getattr(args, "variant", None) or "")
+    costs = sweep.costs.get(args.variant or "")
     if not costs:
         return None, "no measured cost for this search (Sweep.costs)"
     if speed is None or speed <= 0:
@@ -274,7 +275,7 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
         busy_s=float(machine.busy_s),
         raw_env_rate=float(machine.raw_env_steps_per_s_at_start),
         cores=int(machine.cores or 0),
-        work=work(argparse.Namespace(**{**RECORDED_BEFORE, **record.args})),
+        work=work(Settings.from_dict({**RECORDED_BEFORE, **record.args}, strict=False)),
         source=source,
     )
 
@@ -287,9 +288,7 @@ def default_cap(given_s: float | None, prediction: Prediction | None) -> float |
     return max(given_s, 60.0 * math.ceil(CAP_MARGIN * prediction.seconds / 60.0))
 
 
-def plan_lines(
-    sweep: Sweep, args: argparse.Namespace, speed: float | None, cores: int
-) -> list[str]:
+def plan_lines(sweep: Sweep, args: Settings, speed: float | None, cores: int) -> list[str]:
     """The search's work and its predicted wall-clock on this machine, printed before the first
     trial; a new sweep whose cap was not given gets its default from the prediction
     (``default_cap``, set on ``args``). Nothing for a benchmark (no cap by default) or a
@@ -324,7 +323,7 @@ def plan_lines(
             f"{clock(prediction.seconds)} ({prediction.basis})"
         )
     cap = args.time_budget_s
-    if getattr(args, "cap_from_plan", False):
+    if args.cap_from_plan:
         args.time_budget_s = default_cap(cap, prediction)
         if args.time_budget_s != cap:
             lines.append(

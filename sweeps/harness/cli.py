@@ -1,10 +1,11 @@
 """The one shared argument parser: kebab-case flags with help text; sweeps change defaults only.
 
 Validation happens here, before Ray starts and before any folder is created: bad input gets one
-clear line and exit code 2.
+clear line and exit code 2. What it returns is typed: ``sweeps.harness.settings.Settings``, where
+each flag's type and default are stated; the machinery takes that, never an argparse namespace.
 
 One file (over 500 lines) because the flags are one parser: splitting its groups across modules
-would scatter the defaults (``SHARED_DEFAULTS``) from the flags they belong to.
+would scatter the flags' help and checks from one another.
 """
 
 from __future__ import annotations
@@ -25,46 +26,12 @@ from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
 from sweeps.harness.record import RECORD_FILE, RunRecord
+from sweeps.harness.settings import Settings, flag_defaults
 from sweeps.harness.sweep import Sweep
 
-# Flags whose values a sweep may override; every sweep shares this parser.
-SHARED_DEFAULTS: dict[str, Any] = {
-    "num_samples": 8,
-    "max_concurrent_trials": 0,
-    "stop_timesteps": 50_000,
-    "stop_reward": None,
-    "time_budget_s": None,
-    "stop_train_time_s": None,
-    "storage_path": "runs",
-    "name": None,
-    "seed": 0,
-    "search": "optuna",
-    "scheduler": "asha",
-    "grace_period": 10_000,
-    "reduction_factor": 3,
-    "num_env_runners": 1,
-    "num_envs_per_env_runner": 1,
-    "num_gpus_per_learner": None,
-    "num_learners": 0,
-    "eval_interval": 1,
-    "eval_episodes": 5,
-    "checkpoint_freq": 5,  # ~20 ms and ~1.4 MB per cab DQN checkpoint (replay buffer not stored)
-    "max_failures": 2,
-    "address": None,
-    "num_cpus": None,
-    "env_runner_resource": "auto",
-    "placement_strategy": "PACK",
-    "variant": "base",
-    "tm_seed": 0,
-    "progress_interval_s": 20.0,
-    "benchmark_seeds": None,
-    "optuna_storage": None,
-    "iteration_s": None,
-    "verbose": False,
-    "resume": None,
-    "configs_from": None,
-    "set": [],
-}
+# Every flag's default, from its one home (``sweeps.harness.settings.Settings``); a sweep file
+# overrides them (``Sweep.defaults``), a workload three of them (``build_parser``).
+SHARED_DEFAULTS: dict[str, Any] = flag_defaults()
 
 # What a flag added since means for a run recorded before it (--resume continues it as begun):
 # a run recorded before the confirmed target stopped at the first crossing.
@@ -487,13 +454,17 @@ def add_gym_arguments(group: Any, *, without_variant_flags: bool = False) -> Non
         group.add_argument("--tm-seed", nargs="?", action=NoVariants)
 
 
-def parse_args(
-    sweep: Sweep, argv: Sequence[str] | None, *, new_folder: bool = True
-) -> argparse.Namespace:
-    """The sweep's flags, checked; ``new_folder=False`` reads the flags of a run whose folder
+def flag_values(sweep: Sweep, argv: Sequence[str] | None = None) -> Settings:
+    """The sweep's flags as given and defaulted, without the run's checks and derived settings
+    (``parse_args`` has them): the settings a tool builds a sweep's config from."""
+    return Settings.from_dict(vars(build_parser(sweep).parse_args(list(argv or []))))
+
+
+def parse_args(sweep: Sweep, argv: Sequence[str] | None, *, new_folder: bool = True) -> Settings:
+    """The sweep's settings, checked; ``new_folder=False`` reads the flags of a run whose folder
     exists (the benchmark's check of a folder it may reuse) without refusing it."""
     parser = build_parser(sweep)
-    args = parser.parse_args(argv)
+    args = Settings.from_dict(vars(parser.parse_args(argv)))
     if args.resume is not None:
         return _resume_args(sweep, parser, args, argv)
     variant_defaults = sweep.variant_defaults.get(getattr(args, "variant", None), {})
@@ -555,7 +526,7 @@ def parse_args(
     return args
 
 
-def _scale_recipe(sweep: Sweep, args: argparse.Namespace, explicit: set[str]) -> None:
+def _scale_recipe(sweep: Sweep, args: Settings, explicit: set[str]) -> None:
     """--num-env-runners N on a recipe with a scaling rule (``Sweep.scaling``): its envs spread
     over the N runners unless --num-envs-per-env-runner was given."""
     if sweep.scaling is None or "num_envs_per_env_runner" in explicit:
@@ -566,7 +537,7 @@ def _scale_recipe(sweep: Sweep, args: argparse.Namespace, explicit: set[str]) ->
     )
 
 
-def scaling_line(sweep: Sweep, args: argparse.Namespace) -> str | None:
+def scaling_line(sweep: Sweep, args: Settings) -> str | None:
     """What the plan says of a recipe run at another env-runner count than its own."""
     scaling = sweep.scaling
     base_runners = int(sweep.defaults.get("num_env_runners", SHARED_DEFAULTS["num_env_runners"]))
@@ -586,7 +557,7 @@ def scaling_line(sweep: Sweep, args: argparse.Namespace) -> str | None:
 def _configs_from(
     sweep: Sweep,
     parser: argparse.ArgumentParser,
-    args: argparse.Namespace,
+    args: Settings,
     argv: Sequence[str] | None,
 ) -> None:
     """--configs-from: one trial per configuration of the source sweep (its folder checked and
@@ -692,10 +663,10 @@ def read_resumable(sweep_name: str, path: str) -> tuple[str, RunRecord]:
 def _resume_args(
     sweep: Sweep,
     parser: argparse.ArgumentParser,
-    args: argparse.Namespace,
+    args: Settings,
     argv: Sequence[str] | None,
-) -> argparse.Namespace:
-    """The recorded arguments of the sweep to resume (the run record is the source of truth)."""
+) -> Settings:
+    """The recorded settings of the sweep to resume (the run record is the source of truth)."""
     given = _explicit_flags(parser, argv)
     explicit = given - {"resume", *RESUME_RUNTIME_FLAGS, *RESUME_CAP_FLAGS}
     if explicit:
@@ -717,4 +688,5 @@ def _resume_args(
         resume=experiment,
         argv=list(sys.argv[1:] if argv is None else argv),
     )
-    return argparse.Namespace(**merged)
+    # A flag recorded then and since removed is dropped: nothing reads it any more.
+    return Settings.from_dict(merged, strict=False)

@@ -14,7 +14,6 @@ The flags that shape a trial's config beyond its search parameters must be the s
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from sweeps.harness.errors import UsageError
 from sweeps.harness.record import RECORD_FILE, RunRecord
+from sweeps.harness.settings import Settings
 from sweeps.harness.space import search_space_description
 from sweeps.harness.sweep import Sweep
 
@@ -67,7 +67,7 @@ def _trial_order(trial_dir: Path) -> tuple[float, str]:
         return (float("inf"), trial_dir.name)
 
 
-def source_points(sweep: Sweep, args: argparse.Namespace) -> list[dict[str, Any]]:
+def source_points(sweep: Sweep, args: Settings) -> list[dict[str, Any]]:
     """The search-parameter values of every trial of the sweep in ``args.configs_from``, in its
     order; a UsageError (one line) when that folder is not a sweep of ``sweep`` run with the same
     config flags, or a trial's draws cannot be read."""
@@ -84,7 +84,7 @@ def source_points(sweep: Sweep, args: argparse.Namespace) -> list[dict[str, Any]
     if record.sweep != sweep.name or record.kind != "sweep":
         raise UsageError(f"{where}: a {record.kind} of {record.sweep!r}, not a sweep")
     recorded = record.args
-    differ = [f for f in SAME_FLAGS if f in recorded and recorded[f] != getattr(args, f, None)]
+    differ = [f for f in SAME_FLAGS if f in recorded and recorded[f] != getattr(args, f)]
     if differ:
         flags = ", ".join(f"--{f.replace('_', '-')} {recorded[f]}" for f in differ)
         raise UsageError(f"{where}: that sweep ran with {flags}; give the same")

@@ -3,10 +3,10 @@ nothing is written."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from sweeps.harness import storage
+from sweeps.harness.settings import Settings
 from sweeps.harness.space import search_space_description
 from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
@@ -22,7 +22,7 @@ def asha_rungs(info: dict[str, Any]) -> list[int]:
     return rungs
 
 
-def confirmation_line(args: argparse.Namespace) -> str:
+def confirmation_line(args: Settings) -> str:
     """What reaching --stop-reward means for this sweep (sweeps/harness/confirm.py)."""
     if not args.confirm_episodes:
         return (
@@ -38,7 +38,7 @@ def confirmation_line(args: argparse.Namespace) -> str:
 
 def dry_run_lines(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     config: Any,
     stop: dict[str, float | None],
     scheduler_info: dict[str, Any],
@@ -84,22 +84,23 @@ def dry_run_lines(
             tuned, unexpressed = tuned_point(sweep.sample_params, config.to_dict())
             lines.append("[dry-run] " + describe_first_trial(unexpressed))
             lines.append("[dry-run]   " + ", ".join(f"{k}={v}" for k, v in tuned.items()))
-    if getattr(args, "final_episodes", 0) and not args.resume:
+    if args.final_episodes and not args.resume:
         who = "every trial" if args.benchmark_seeds else "the best trial and those within noise"
         lines.append(
             f"[dry-run] at the end: {who} play {args.final_episodes} held-out greedy episodes "
             "(the same for every trial); the best trial is picked by their mean"
         )
     if args.optuna_storage and not args.resume:
-        lines.append(f"[dry-run] Optuna study (not created): {storage.study_call(args)}")
+        study = storage.study_call(args.name, args.optuna_storage)
+        lines.append(f"[dry-run] Optuna study (not created): {study}")
     if not args.resume:
         lines += _resolved_lines(config, verbose=args.verbose)
     lines.append("[dry-run] nothing started, nothing written")
     return "\n".join(lines)
 
 
-def _share(args: argparse.Namespace) -> str:
-    share = float(getattr(args, "eval_share", 0.0) or 0.0)
+def _share(args: Settings) -> str:
+    share = args.eval_share
     return f", skipped where it would cost over {share:.0%} of the training clock" if share else ""
 
 

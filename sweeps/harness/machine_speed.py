@@ -15,11 +15,11 @@ compares differ (``analysis.summary``). Env steps do not depend on the machine.
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
 from envs.bench import raw_env_rate
 from sweeps.harness.errors import error_line
+from sweeps.harness.settings import Settings
 
 if TYPE_CHECKING:
     from sweeps.workloads.base import Workload
@@ -28,9 +28,7 @@ RUN_SECONDS = 1.0  # how long a run steps the env at its start and at its end,
 RUN_WINDOWS = 4  # in this many windows, the fastest of which counts
 
 
-def measure(
-    workload: Workload, args: argparse.Namespace, seconds: float = RUN_SECONDS
-) -> float | None:
+def measure(workload: Workload, args: Settings, seconds: float = RUN_SECONDS) -> float | None:
     """The workload's raw env rate in env steps/s, rounded; None where the workload has no raw
     env or building or stepping it failed (said in one line: a run does not fail for it)."""
     env = None

@@ -3,7 +3,6 @@ picked (on held-out episodes with --final-episodes), the outcome printed, the ex
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import math
 from pathlib import Path
@@ -13,10 +12,11 @@ from sweeps.harness import cpu_time, keys, recovery
 from sweeps.harness.budget import CutShort
 from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, load_average
+from sweeps.harness.settings import Settings
 
 
 def close_record(
-    args: argparse.Namespace,
+    args: Settings,
     record: RunRecord,
     results: Any,
     errors: list[Any],
@@ -52,14 +52,14 @@ def close_record(
 
 
 def pick_best(
-    args: argparse.Namespace, results: Any, judged: keys.Key, record: RunRecord, interrupted: bool
+    args: Settings, results: Any, judged: keys.Key, record: RunRecord, interrupted: bool
 ) -> tuple[Any, Any]:
     """The best trial by ``judged``, and with --final-episodes (not interrupted) the held-out
     evaluation that re-picks it (its summary goes into the record); None where there is none."""
     from sweeps.harness.reporting import best_trial
 
     best = best_trial(results, judged) if results is not None else None
-    if best is None or interrupted or not getattr(args, "final_episodes", 0):
+    if best is None or interrupted or not args.final_episodes:
         return best, None
     # The final figure, and the pick, on held-out episodes (sweeps/harness/held_out_pick.py).
     from sweeps.harness import held_out_pick
@@ -121,7 +121,7 @@ def _failure_line(f: dict[str, Any]) -> str:
 def exit_code(
     sweep_name: str,
     experiment: str,
-    args: argparse.Namespace,
+    args: Settings,
     results: Any,
     errors: list[Any],
     interrupted: bool,
@@ -143,7 +143,7 @@ def exit_code(
     return 0
 
 
-def _reached_stop_reward(args: argparse.Namespace, results: Any, judged: keys.Key) -> bool:
+def _reached_stop_reward(args: Settings, results: Any, judged: keys.Key) -> bool:
     """Whether any trial's final ``judged`` return reached --stop-reward (False when unset)."""
     if args.stop_reward is None:
         return False

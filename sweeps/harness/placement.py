@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sweeps.harness.errors import UsageError
+from sweeps.harness.settings import Settings
 
 # The custom resource a CPU worker node declares (``ray start --resources='{"cpu_worker": 1000}'``)
 # and each env runner's share of it: a marker, not a limit (CPUs are the limit).
@@ -111,22 +112,21 @@ def resolve_env_runner_resource(
     return requested
 
 
-def configure(config: Any, args: Any, resources: Mapping[str, float]) -> Any:
+def configure(config: Any, args: Settings, resources: Mapping[str, float]) -> Any:
     """Set RLlib's resource settings from the flags and the cluster's resources (see module doc).
 
-    ``args`` needs ``num_gpus_per_learner`` (None: 1 if the cluster has a GPU, else 0) and, if
-    present, ``env_runner_resource`` and ``placement_strategy``.
+    ``args.num_gpus_per_learner`` None: 1 if the cluster has a GPU, else 0.
     """
     from sweeps.harness.gpu import with_cpu_fallback, with_placement_report
 
-    if getattr(args, "num_gpus_per_learner", None) is None:
+    if args.num_gpus_per_learner is None:
         config.learners(num_gpus_per_learner=1 if resources.get("GPU", 0) > 0 else 0)
-    name = resolve_env_runner_resource(getattr(args, "env_runner_resource", None), resources)
+    name = resolve_env_runner_resource(args.env_runner_resource, resources)
     if name is not None:
         custom = dict(config.custom_resources_per_env_runner or {})
         custom[name] = ENV_RUNNER_SHARE
         config.env_runners(custom_resources_per_env_runner=custom)
-    strategy = getattr(args, "placement_strategy", None)
+    strategy = args.placement_strategy
     if strategy is not None:
         config.resources(placement_strategy=strategy)
     return with_placement_report(with_cpu_fallback(config))

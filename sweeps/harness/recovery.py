@@ -28,6 +28,7 @@ from ray.tune.result import EPISODES_TOTAL, TIME_TOTAL_S, TIMESTEPS_TOTAL, TRAIN
 from sweeps.harness import storage
 from sweeps.harness.errors import error_line
 from sweeps.harness.record import RunRecord, git_commit, git_dirty
+from sweeps.harness.settings import Settings
 from sweeps.seams import checkpointing
 from sweeps.seams.tune import CsvLogger, JsonLogger
 
@@ -147,7 +148,9 @@ def read_failures(experiment: str) -> list[dict[str, Any]]:
     return out
 
 
-def resumed_record(record_path: str, args, raw_env_steps_per_s: float | None = None) -> RunRecord:
+def resumed_record(
+    record_path: str, args: Settings, raw_env_steps_per_s: float | None = None
+) -> RunRecord:
     """The run record of a sweep being resumed: this resume appended (with the machine's raw
     env rate now, where measured: sweeps/harness/machine_speed.py), running again."""
     record = RunRecord.read(record_path)  # checked readable by the CLI
@@ -162,7 +165,7 @@ def resumed_record(record_path: str, args, raw_env_steps_per_s: float | None = N
     }
     if raw_env_steps_per_s is not None:
         resume["raw_env_steps_per_s"] = raw_env_steps_per_s
-    cap = getattr(args, "time_budget_s", None)
+    cap = args.time_budget_s
     if record.args is not None and cap != record.args.get("time_budget_s"):
         # A larger cap given with --resume (a sweep cut short): the sweep's from now on
         resume["time_budget_s"] = cap

@@ -11,7 +11,6 @@ read top to bottom in the order they run.
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import math
 import os
@@ -51,6 +50,7 @@ from sweeps.harness.record import (
     machine,
     versions,
 )
+from sweeps.harness.settings import Settings
 from sweeps.harness.space import hyperparameters, search_space_description
 from sweeps.harness.sweep import Sweep
 from sweeps.harness.tuned import describe_first_trial, tuned_point
@@ -68,14 +68,14 @@ INTERRUPTED_IN_START_UP = (
 )
 
 
-def _targets(sweep: Sweep, args: argparse.Namespace) -> list[float]:
+def _targets(sweep: Sweep, args: Settings) -> list[float]:
     """The returns whose time-to-reward the report shows (the workload's: the cab env's
     fractions of its exact optimum, Pong's three, on any other env ``--target`` or the spec's
     reward_threshold; none: the report says so and shows final returns and curves)."""
     return sweep.workload.targets(args)
 
 
-def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
+def _judged_by(sweep: Sweep, args: Settings) -> keys.Key:
     """The return that judges a trial: what Optuna maximises, what ASHA compares, what
     --stop-reward/--as-test and the best-trial pick use. Greedy (explore=False) on cabs: the
     training return there is the exploring actors' (Ape-X runs up to ε = 0.4), which ranks
@@ -86,19 +86,19 @@ def _judged_by(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
     return keys.GREEDY_RETURN if greedy else keys.RETURN_MEAN
 
 
-def _confirmation(sweep: Sweep, args: argparse.Namespace) -> confirm.Spec | None:
+def _confirmation(sweep: Sweep, args: Settings) -> confirm.Spec | None:
     """The trial's confirmed target: --stop-reward, checked on --confirm-episodes seeded
     episodes at each crossing of the judged return (None: no --stop-reward, or 0 episodes)."""
     return confirm.spec(args.stop_reward, args.confirm_episodes, _judged_by(sweep, args))
 
 
-def _stop_key(sweep: Sweep, args: argparse.Namespace) -> keys.Key:
+def _stop_key(sweep: Sweep, args: Settings) -> keys.Key:
     """What --stop-reward stops on and --as-test asks for: the confirmation's return where
     the target is confirmed, else the judged return's first crossing."""
     return keys.CONFIRM_RETURN if _confirmation(sweep, args) else _judged_by(sweep, args)
 
 
-def _live_estimate(sweep: Sweep, args: argparse.Namespace) -> str:
+def _live_estimate(sweep: Sweep, args: Settings) -> str:
     """What the progress line's best figure is: the last greedy evaluation's few episodes, or
     the training games' running mean; the sweep's held-out figure comes at its end."""
     if _judged_by(sweep, args) == keys.GREEDY_RETURN:
@@ -107,7 +107,7 @@ def _live_estimate(sweep: Sweep, args: argparse.Namespace) -> str:
     return "running mean of training games"
 
 
-def _experiment_dir(args: argparse.Namespace) -> str:
+def _experiment_dir(args: Settings) -> str:
     """The sweep folder: a local path (resolved) or a storage URI (``harness/storage.py``)."""
     return storage.sweep_folder(args.storage_path, args.name)
 
@@ -159,7 +159,7 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
 
 def parse(
     sweep: Sweep, argv: Sequence[str] | None, *, new_folder: bool = True
-) -> tuple[argparse.Namespace, Any]:
+) -> tuple[Settings, Any]:
     """The checked flags and the sweep's algorithm config (its tuned defaults), before Ray
     starts. Bad flags exit 2 in the parser; a config the flags make invalid is a UsageError.
     ``new_folder=False``: the flags of a run whose folder exists (``parse_args``)."""
@@ -194,7 +194,7 @@ def _first_line(error: Exception) -> str:
     return str(error).strip().splitlines()[0]
 
 
-def start_lines(args: argparse.Namespace) -> str:
+def start_lines(args: Settings) -> str:
     """Where the sweep writes and the one TensorBoard command that lasts (the run folder, not
     Tune's temporary copy inside Ray's session folder)."""
     experiment = _experiment_dir(args)
@@ -203,7 +203,7 @@ def start_lines(args: argparse.Namespace) -> str:
     )
 
 
-def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
+def plan(sweep: Sweep, args: Settings, config: Any) -> Plan:
     """Start (or join) Ray, fit the config's resources to the cluster and print the plan; a
     UsageError when one trial cannot fit."""
     import ray
@@ -259,7 +259,7 @@ def plan(sweep: Sweep, args: argparse.Namespace, config: Any) -> Plan:
 
 def search(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     config: Any,
     placement: Plan,
     speed: float | None = None,
@@ -281,7 +281,7 @@ def search(
     return tuner, record
 
 
-def _machine_speed(sweep: Sweep, args: argparse.Namespace, when: str) -> float | None:
+def _machine_speed(sweep: Sweep, args: Settings, when: str) -> float | None:
     """The workload's raw env rate now (sweeps/harness/machine_speed.py), printed."""
     speed = machine_speed.measure(sweep.workload, args)
     if speed is not None:
@@ -289,7 +289,7 @@ def _machine_speed(sweep: Sweep, args: argparse.Namespace, when: str) -> float |
     return speed
 
 
-def _param_space(args: argparse.Namespace, config: Any) -> dict[str, Any]:
+def _param_space(args: Settings, config: Any) -> dict[str, Any]:
     """The config as Tune's param space; in benchmark mode, one trial per seed."""
     from ray import tune
 
@@ -300,12 +300,12 @@ def _param_space(args: argparse.Namespace, config: Any) -> dict[str, Any]:
     return param_space
 
 
-def _record_path(args: argparse.Namespace) -> str:
+def _record_path(args: Settings) -> str:
     return storage.join(_experiment_dir(args), RECORD_FILE)
 
 
 def resume(
-    args: argparse.Namespace,
+    args: Settings,
     config: Any,
     param_space: dict[str, Any],
     speed: float | None = None,
@@ -349,7 +349,7 @@ class TrialPlan:
 
 
 def plan_trials(
-    sweep: Sweep, args: argparse.Namespace, placement: Plan, param_space: dict[str, Any]
+    sweep: Sweep, args: Settings, placement: Plan, param_space: dict[str, Any]
 ) -> TrialPlan:
     """Benchmark mode: one trial per seed of the param space's grid, FIFO. Sweep mode: Optuna
     from the tuned defaults (or, with --configs-from, the source sweep's trials), ASHA or
@@ -373,7 +373,10 @@ def plan_trials(
     searcher = make_searcher(sweep, args, metric, points_to_evaluate=points)
     print("[sweep] " + describe_first_trial(unexpressed, args.configs_from), flush=True)
     if args.optuna_storage:
-        print(f"[sweep] Optuna study: {storage.study_call(args)}", flush=True)
+        print(
+            f"[sweep] Optuna study: {storage.study_call(args.name, args.optuna_storage)}",
+            flush=True,
+        )
     scheduler, scheduler_info = _scheduler(args, metric, keys.flat(keys.ENV_STEPS))
     first_trial = {"params": points[0], "not_expressed": unexpressed}
     return TrialPlan(searcher, args.num_samples, scheduler, scheduler_info, first_trial)
@@ -381,7 +384,7 @@ def plan_trials(
 
 def build_tuner(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     config: Any,
     param_space: dict[str, Any],
     placement: Plan,
@@ -428,7 +431,7 @@ def build_tuner(
 
 def _callbacks(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     trials: TrialPlan,
     stop: dict[str, float | None],
     record: RunRecord,
@@ -466,7 +469,7 @@ def _callbacks(
     ]
 
 
-def _planned(args: argparse.Namespace, trials: TrialPlan) -> int:
+def _planned(args: Settings, trials: TrialPlan) -> int:
     """The trials the sweep plans: its samples, or one per benchmark seed."""
     return args.benchmark_seeds or trials.num_samples
 
@@ -495,7 +498,7 @@ def fit(tuner: Any) -> Any:
 
 def summarise(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     results: Any,
     record: RunRecord,
     busy_at_start: tuple[float, float] | None = None,
@@ -543,7 +546,7 @@ def summarise(
 
 def make_searcher(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     metric: str,
     points_to_evaluate: list[dict[str, Any]] | None = None,
 ) -> Any:
@@ -573,7 +576,7 @@ def make_searcher(
     )
 
 
-def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
+def _scheduler(args: Settings, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
     from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 
     if args.scheduler == "fifo":
@@ -593,7 +596,7 @@ def _scheduler(args, metric: str, env_steps: str) -> tuple[Any, dict[str, Any]]:
     return scheduler, info
 
 
-def _stop_criteria(sweep: Sweep, args: argparse.Namespace) -> dict[str, float | None]:
+def _stop_criteria(sweep: Sweep, args: Settings) -> dict[str, float | None]:
     """A trial stops once any of these (flat result key: threshold) is reached; None: unset."""
     return {
         keys.flat(keys.ENV_STEPS): args.stop_timesteps,
@@ -604,7 +607,7 @@ def _stop_criteria(sweep: Sweep, args: argparse.Namespace) -> dict[str, float | 
 
 def _new_record(
     sweep: Sweep,
-    args: argparse.Namespace,
+    args: Settings,
     config: Any,
     placement: Plan,
     stop: dict[str, float | None],
@@ -628,7 +631,7 @@ def _new_record(
         argv=[storage.without_password(a) for a in args.argv],
         args={
             k: storage.without_password(v) if isinstance(v, str) else v
-            for k, v in vars(args).items()
+            for k, v in args.as_dict().items()
             if k != "argv"
         },
         hyperparameters=hyperparameters(sweep.sample_params),

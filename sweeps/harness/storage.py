@@ -239,13 +239,14 @@ def repair_journal(url: str | None) -> bool:
         return False
 
 
-def study_call(args: Any) -> str:
-    """The call that opens a sweep's Optuna study (``--optuna-storage``) in Python."""
-    storage = without_password(args.optuna_storage)
+def study_call(name: str, url: str) -> str:
+    """The call that opens the Optuna study ``name`` in ``url`` (a sweep's: its --name, its
+    --optuna-storage) in Python."""
+    storage = without_password(url)
     if is_journal(storage):
         storage_expr = (
             "optuna.storages.JournalStorage("
             f"optuna.storages.journal.JournalFileBackend({storage!r}))"
         )
-        return f"optuna.load_study(study_name={args.name!r}, storage={storage_expr})"
-    return f"optuna.load_study(study_name={args.name!r}, storage={storage!r})"
+        return f"optuna.load_study(study_name={name!r}, storage={storage_expr})"
+    return f"optuna.load_study(study_name={name!r}, storage={storage!r})"

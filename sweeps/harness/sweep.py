@@ -8,16 +8,16 @@ real config values), and its default budget.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from sweeps.harness import keys
+from sweeps.harness.settings import Settings, is_setting
 from sweeps.workloads.base import Workload
 
 SampleFn = Callable[[Any], dict[str, Any]]  # optuna.Trial -> {config key ("a/b" nested): value}
-ConfigFn = Callable[[argparse.Namespace], Any]  # args -> AlgorithmConfig (tuned defaults)
+ConfigFn = Callable[[Settings], Any]  # settings -> AlgorithmConfig (tuned defaults)
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,18 @@ class Sweep:
     # Why the sweep has no search of its own (its tuned defaults run in benchmark mode only:
     # --benchmark-seeds N), or "" where it searches ``sample_params``.
     no_search: str = ""
+
+    def __post_init__(self) -> None:
+        named = [
+            *self.defaults,
+            *self.smoke,
+            *(k for v in self.variant_defaults.values() for k in v),
+        ]
+        unknown = sorted({k for k in named if not is_setting(k)})
+        if unknown:  # a typo would otherwise be a default no flag reads, silently
+            raise ValueError(
+                f"sweep {self.name}: no such setting(s) {unknown} (sweeps/harness/settings.py)"
+            )
 
     @property
     def env(self) -> str:

@@ -4,16 +4,18 @@ commit, then their tables. Pure functions of the figures: no Ray, no training.""
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sweeps.baselines.hyperparams import COUNTERPARTS
 from sweeps.benchmark import ALGOS, BASELINES
 from sweeps.harness.record import cpu_model
 from sweeps.workloads import NAMED
+
+if TYPE_CHECKING:
+    from sweeps.throughput import ThroughputSettings
 
 
 def _raw_env_note(env: str) -> str:
@@ -224,7 +226,7 @@ def throughput_markdown(
     rows: Sequence[Mapping[str, Any]],
     info: Mapping[str, Any],
     command: str,
-    args: argparse.Namespace,
+    args: ThroughputSettings,
 ) -> str:
     env = rows[0]["env"] if rows else args.env
     lines = header_lines(
@@ -289,7 +291,7 @@ def profile_markdown(
     profiles: Sequence[Mapping[str, Any]],
     info: Mapping[str, Any],
     command: str,
-    args: argparse.Namespace,
+    args: ThroughputSettings,
 ) -> str:
     lines = header_lines(
         f"Where the time goes: {args.env}",

@@ -15,9 +15,23 @@ Importing a workload module imports neither Ray nor torch: the analysis reads it
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import pandas as pd
+
+if TYPE_CHECKING:
+    from sweeps.harness.settings import Settings
+
+
+class EnvFlags(Protocol):
+    """A workload's own flags, as the sweeps' parser (``Settings``) and the benchmark's give
+    them: what the methods both call read (``targets``, ``dry_run_lines``, the benchmark's)."""
+
+    env: str | None  # a Gymnasium env's id or entry point (the benchmark's: any workload's name)
+    variant: str | None  # the cab variant
+    tm_seed: int | None  # the cab city's seed
+    env_config: dict[str, Any] | None  # a Gymnasium env's settings
+    target: list[float] | None  # a Gymnasium env's targets
 
 
 class Workload:
@@ -56,71 +70,71 @@ class Workload:
     def add_arguments(self, parser: argparse.ArgumentParser) -> None:
         """The workload's own flags in a sweep's parser."""
 
-    def check(self, algo: str, args: argparse.Namespace) -> None:
+    def check(self, algo: str, args: Settings) -> None:
         """Check the parsed flags before Ray starts; a ValueError (one line) when they're bad."""
 
-    def episodes_to_confirm(self, args: argparse.Namespace) -> int:
+    def episodes_to_confirm(self, args: Settings) -> int:
         """--confirm-episodes where not given: ``confirm_episodes``."""
         return self.confirm_episodes
 
-    def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
+    def env_names(self, args: Settings) -> tuple[str, ...]:
         """Env names to register with Ray Tune beyond the suite's own (``envs.register_envs``)."""
         return ()
 
-    def configure(self, config: Any, args: argparse.Namespace, **options: Any) -> Any:
+    def configure(self, config: Any, args: Settings, **options: Any) -> Any:
         """The RLlib config fragment: env, env runners, model, evaluation, callbacks."""
         raise NotImplementedError(f"{self.name}: no configure()")
 
-    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    def env_spec(self, args: Settings) -> tuple[str, dict[str, Any]]:
         """The env id and config, as ``envs.make`` builds one env of it (RLlib's runners and a
         single-process baseline alike)."""
         raise NotImplementedError(f"{self.name}: no env_spec()")
 
     # --- what a run is judged by, and records -----------------------------------------------
 
-    def atari(self, args: argparse.Namespace) -> bool:
+    def atari(self, args: Settings) -> bool:
         """Whether the env is an Atari game, preprocessed by the suite's Atari factory
         (``envs/pong.py``: frame skip, 42x42 frames, the frame stack)."""
         return False
 
-    def action_mask(self, args: argparse.Namespace) -> tuple[int, int] | None:
+    def action_mask(self, args: Settings) -> tuple[int, int] | None:
         """Where the observation carries a 0/1 mask of the available actions, its slice
         ``(start, stop)`` (a baseline with masking, sb3-contrib's MaskablePPO, reads it there);
         None: every action is available."""
         return None
 
-    def targets(self, args: argparse.Namespace) -> list[float]:
+    def targets(self, args: EnvFlags) -> list[float]:
         """The returns whose time-to-reward the report shows (ascending; may be empty)."""
         return []
 
-    def record_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+    def record_fields(self, args: Settings) -> dict[str, Any]:
         """What the workload adds to the run record: env, variant, optimum, references."""
         return {"env": self.name, "variant": None, "optimum": None, "references": None}
 
-    def dry_run_lines(self, args: argparse.Namespace) -> list[str]:
+    def dry_run_lines(self, args: EnvFlags) -> list[str]:
         """What ``--dry-run`` says about the env (sweep and benchmark alike)."""
         return []
 
     # --- the benchmark ----------------------------------------------------------------------
 
-    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+    def add_benchmark_arguments(self, args: EnvFlags, algos: list[str]) -> None:
         """Check the benchmark's workload flags (``--variant``, ``--env-config``, ``--target``)
         and fill their defaults; a ValueError (one line) when they don't fit."""
         self.refuse(args, ("variant", "env_config", "target"), "{flag}: {env} takes no {flag}")
 
     @staticmethod
-    def refuse(args: argparse.Namespace, flags: tuple[str, ...], why: str) -> None:
+    def refuse(args: EnvFlags, flags: tuple[str, ...], why: str) -> None:
         """A ValueError for the first of ``flags`` that was given: ``why`` with ``{flag}`` (as
         typed) and ``{env}`` filled in."""
         for flag in flags:
             if getattr(args, flag, None) is not None:
                 raise ValueError(why.format(flag="--" + flag.replace("_", "-"), env=args.env))
 
-    def benchmark_stem(self, args: argparse.Namespace) -> str:
+    def benchmark_stem(self, args: EnvFlags) -> str:
         """The start of a benchmark's default folder name."""
         return self.name
 
-    def sweep_flags(self, args: argparse.Namespace) -> list[str]:
+    def sweep_flags(self, args: EnvFlags) -> list[str]:
         """The flags that hand the benchmark's workload settings to a sweep."""
         return []
 
@@ -128,7 +142,7 @@ class Workload:
 
     raw_env_note: str = ""  # how the raw env rate is measured, when it isn't one env
 
-    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+    def make_raw_env(self, args: Settings, num_envs: int | None = None) -> Any:
         """The env exactly as an env runner's factory builds it, for the raw env rate."""
         raise NotImplementedError(f"{self.name}: no raw env for the throughput benchmark")
 

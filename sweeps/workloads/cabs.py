@@ -10,11 +10,14 @@ computes the random, heuristic and optimal policies' returns on the same held-ou
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sweeps.workloads.base import Workload
+from sweeps.workloads.base import EnvFlags, Workload
+
+if TYPE_CHECKING:
+    from sweeps.harness.settings import Settings
 
 VARIANTS = ("base", "requests")
 
@@ -42,7 +45,7 @@ class Cabs(Workload):
     def configure(
         self,
         config: Any,
-        args: argparse.Namespace,
+        args: Settings,
         *,
         masked_module: type | None = None,
         hiddens: tuple[int, ...] = (256, 256),
@@ -65,7 +68,7 @@ class Cabs(Workload):
             )
         return config.rl_module(model_config=model)
 
-    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    def env_spec(self, args: Settings) -> tuple[str, dict[str, Any]]:
         from envs import env_id_for
         from envs.cabs import validate_env_config
 
@@ -74,7 +77,7 @@ class Cabs(Workload):
             {"tm_seed": args.tm_seed, "requests": requests}
         )
 
-    def action_mask(self, args: argparse.Namespace) -> tuple[int, int] | None:
+    def action_mask(self, args: Settings) -> tuple[int, int] | None:
         """The request variant's observation ends in the mask of the available actions."""
         if args.variant != "requests":
             return None
@@ -82,30 +85,30 @@ class Cabs(Workload):
 
         return MASK_START, MASK_START + NUM_ACTIONS
 
-    def targets(self, args: argparse.Namespace) -> list[float]:
+    def targets(self, args: EnvFlags) -> list[float]:
         from envs.optimum import targets
 
         return targets(args.variant, args.tm_seed)
 
-    def record_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+    def record_fields(self, args: Settings) -> dict[str, Any]:
         from envs import env_id_for, exact_optimum
 
         optimum = exact_optimum(env_id_for(args.variant), {"tm_seed": args.tm_seed})
         return {"env": self.name, "variant": args.variant, "optimum": optimum, "references": None}
 
-    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+    def add_benchmark_arguments(self, args: EnvFlags, algos: list[str]) -> None:
         named = "{flag}: for a Gymnasium env; --env {env} is a named workload"
         self.refuse(args, ("env_config", "target"), named)
         args.variant = args.variant or "base"
         args.tm_seed = 0  # the benchmark runs the default city
 
-    def benchmark_stem(self, args: argparse.Namespace) -> str:
+    def benchmark_stem(self, args: EnvFlags) -> str:
         return f"cabs-{args.variant}"
 
-    def sweep_flags(self, args: argparse.Namespace) -> list[str]:
+    def sweep_flags(self, args: EnvFlags) -> list[str]:
         return ["--variant", args.variant]
 
-    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+    def make_raw_env(self, args: Settings, num_envs: int | None = None) -> Any:
         from envs.cabs import CabsEnv
 
         return CabsEnv({"requests": args.variant == "requests"})

@@ -13,9 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sweeps.workloads.base import Workload
+from sweeps.workloads.base import EnvFlags, Workload
+
+if TYPE_CHECKING:
+    from sweeps.harness.settings import Settings
 
 # The random-policy reference of a generic env: episodes, seeded from this seed on.
 REFERENCE_EPISODES = 100
@@ -35,23 +38,21 @@ class Gym(Workload):
 
         add_gym_arguments(parser.add_argument_group("env"))
 
-    def check(self, algo: str, args: argparse.Namespace) -> None:
+    def check(self, algo: str, args: Settings) -> None:
         from envs.gym import check, resolve
 
         check(algo, resolve(args.env, args.env_config))
 
-    def episodes_to_confirm(self, args: argparse.Namespace) -> int:
+    def episodes_to_confirm(self, args: Settings) -> int:
         """An ALE game's check plays 10 full games, as Pong's (each is thousands of steps)."""
         from envs.gym import kind_of
 
         return 10 if kind_of(args.env) == "atari" else self.confirm_episodes
 
-    def env_names(self, args: argparse.Namespace) -> tuple[str, ...]:
+    def env_names(self, args: Settings) -> tuple[str, ...]:
         return (args.env,)
 
-    def configure(
-        self, config: Any, args: argparse.Namespace, *, hiddens: tuple[int, ...] = (64, 64)
-    ) -> Any:
+    def configure(self, config: Any, args: Settings, *, hiddens: tuple[int, ...] = (64, 64)) -> Any:
         """A 1-D Box observation goes to an MLP of ``hiddens`` as it is, any other observation
         through ``rllib_config.flatten_observations`` (one-hot for Discrete) to the same MLP; an
         ALE id takes Pong's recipe (ale-py's C++ vector env, 42x42 frames, RLlib's small Atari
@@ -81,20 +82,20 @@ class Gym(Workload):
         model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
         return config.rl_module(model_config=model)
 
-    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    def env_spec(self, args: Settings) -> tuple[str, dict[str, Any]]:
         return args.env, dict(args.env_config)
 
-    def atari(self, args: argparse.Namespace) -> bool:
+    def atari(self, args: Settings) -> bool:
         from envs.gym import kind_of
 
         return kind_of(args.env) == "atari"
 
-    def targets(self, args: argparse.Namespace) -> list[float]:
+    def targets(self, args: EnvFlags) -> list[float]:
         from envs.gym import targets
 
         return targets(args.env, args.env_config, args.target)
 
-    def record_fields(self, args: argparse.Namespace) -> dict[str, Any]:
+    def record_fields(self, args: Settings) -> dict[str, Any]:
         """The env as named, its config as the variant, and a uniformly random policy's mean
         return on ``REFERENCE_EPISODES`` seeded episodes (fewer when episodes are long:
         ``envs.gym.random_returns`` caps steps and seconds), measured here, in the run."""
@@ -108,7 +109,7 @@ class Gym(Workload):
             "references": {"random": random},
         }
 
-    def dry_run_lines(self, args: argparse.Namespace) -> list[str]:
+    def dry_run_lines(self, args: EnvFlags) -> list[str]:
         """What the env is, how it is fed to the network, and its targets."""
         from envs.gym import resolve
 
@@ -134,13 +135,13 @@ class Gym(Workload):
             + "; a random policy's return is measured at the start (the report's reference)",
         ]
 
-    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+    def make_raw_env(self, args: Settings, num_envs: int | None = None) -> Any:
         """The env as named, with its config: one env (an ALE id: one game)."""
         from envs.gym import make
 
         return make(args.env, args.env_config)
 
-    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+    def add_benchmark_arguments(self, args: EnvFlags, algos: list[str]) -> None:
         """The env built once and checked against every algorithm asked for."""
         from envs.gym import check, resolve
 
@@ -152,10 +153,10 @@ class Gym(Workload):
         args.env_config = args.env_config or {}
         check(algos, resolve(args.env, args.env_config))
 
-    def benchmark_stem(self, args: argparse.Namespace) -> str:
+    def benchmark_stem(self, args: EnvFlags) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]+", "-", args.env).strip("-.")  # ALE/Breakout-v5, a:B
 
-    def sweep_flags(self, args: argparse.Namespace) -> list[str]:
+    def sweep_flags(self, args: EnvFlags) -> list[str]:
         flags = ["--env", args.env, "--env-config", json.dumps(args.env_config)]
         if args.target:
             flags += ["--target", *map(str, args.target)]

@@ -9,12 +9,14 @@ played by, and on a machine without a GPU where a target was missed, what to run
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from sweeps.workloads.base import Workload
+from sweeps.workloads.base import EnvFlags, Workload
+
+if TYPE_CHECKING:
+    from sweeps.harness.settings import Settings
 
 # Games one env runner steps in one ale-py vector env (the V-trace recipe's; a sweep may set its
 # own --num-envs-per-env-runner).
@@ -64,7 +66,7 @@ class Pong(Workload):
         "preprocessing included)"
     )
 
-    def configure(self, config: Any, args: argparse.Namespace, **model: Any) -> Any:
+    def configure(self, config: Any, args: Settings, **model: Any) -> Any:
         """Each env runner steps all its games in one ale-py vector env (the vector entry
         point), and the model is the suite's Atari net for 42x42 frames
         (``rllib_config.PONG_MODEL``; a larger ``dim`` in the env config takes the 64x64 net;
@@ -79,28 +81,28 @@ class Pong(Workload):
         dim = {**ENV_DEFAULTS, **(config.env_config or {})}["dim"]
         return atari_module(config, {**pong_model(dim), **model})
 
-    def env_spec(self, args: argparse.Namespace) -> tuple[str, dict[str, Any]]:
+    def env_spec(self, args: Settings) -> tuple[str, dict[str, Any]]:
         """One game, its frames as bytes (as RLlib's runners get them: ``atari_module``)."""
         from envs import PONG
         from envs.pong import BYTE_FRAMES
 
         return PONG, {"obs_dtype": BYTE_FRAMES}
 
-    def atari(self, args: argparse.Namespace) -> bool:
+    def atari(self, args: Settings) -> bool:
         return True
 
-    def targets(self, args: argparse.Namespace) -> list[float]:
+    def targets(self, args: EnvFlags) -> list[float]:
         from envs.pong import TARGETS
 
         return list(TARGETS)
 
-    def add_benchmark_arguments(self, args: argparse.Namespace, algos: list[str]) -> None:
+    def add_benchmark_arguments(self, args: EnvFlags, algos: list[str]) -> None:
         named = "{flag}: for a Gymnasium env; --env {env} is a named workload"
         self.refuse(args, ("env_config", "target"), named)
         if args.variant is not None:
             raise ValueError("--variant: pong has no variants (only the cab env has)")
 
-    def make_raw_env(self, args: argparse.Namespace, num_envs: int | None = None) -> Any:
+    def make_raw_env(self, args: Settings, num_envs: int | None = None) -> Any:
         from envs.pong import BYTE_FRAMES, make_pong
 
         return make_pong(num_envs=num_envs or GAMES_PER_RUNNER, obs_dtype=BYTE_FRAMES)

@@ -9,7 +9,6 @@ file adds only its algorithm's training settings. Imported lazily: it imports RL
 
 from __future__ import annotations
 
-import argparse
 import functools
 from typing import Any
 
@@ -20,9 +19,10 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
 from sweeps.harness.callbacks import SuiteCallbacks
 from sweeps.harness.eval_share import evaluate_within_share
+from sweeps.harness.settings import Settings
 
 
-def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig:
+def common(config: AlgorithmConfig, args: Settings) -> AlgorithmConfig:
     """The settings every workload shares, from the sweep's flags."""
     gpus = args.num_gpus_per_learner
     return (
@@ -59,12 +59,12 @@ def common(config: AlgorithmConfig, args: argparse.Namespace) -> AlgorithmConfig
     )
 
 
-def _within_share(args: argparse.Namespace) -> Any:
+def _within_share(args: Settings) -> Any:
     """The periodic evaluation, every ``--eval-interval`` iterations where it keeps to
     ``--eval-share`` of the training clock (0: always), and counted; None where it is off."""
     if not args.eval_interval:
         return None
-    share = float(getattr(args, "eval_share", 0.0) or 0.0)
+    share = args.eval_share
     return functools.partial(evaluate_within_share, share=share)
 
 
