@@ -43,7 +43,7 @@ def calls(monkeypatch):
             record = {
                 "sweep": sweep,
                 "status": "failed" if rc else "finished",
-                "args": {k: v for k, v in vars(args).items() if k != "argv"},
+                "args": {k: v for k, v in args.as_dict().items() if k != "argv"},
                 "base_config": jsonable(config.to_dict()),  # the tuned defaults it ran
             }
             (folder / "run.json").write_text(json.dumps(record))

@@ -31,7 +31,9 @@ class _FakeTrial:
 
 @pytest.fixture
 def armed():
-    """The module's state as each test leaves it: no cap, no cut."""
+    """The module's state as each test finds and leaves it: no cap, no cut, no interruption
+    (another module's test may have left a Ctrl-C noted)."""
+    recovery.INTERRUPTED.clear()
     yield budget.arm
     budget.arm(None)
     recovery.INTERRUPTED.clear()
@@ -113,7 +115,7 @@ def test_resume_takes_a_larger_cap_and_records_it(tmp_path, monkeypatch):
     args = parse_args(apex_cabs.SWEEP, ["--storage-path", str(tmp_path), "--name", "cut"])
     folder = tmp_path / "cut"
     folder.mkdir()
-    recorded = {k: v for k, v in vars(args).items() if k != "argv"}
+    recorded = {k: v for k, v in args.as_dict().items() if k != "argv"}
     cut = {"planned": 24, "ended": 8, "running": 1, "ran": 9, "never_started": 15}
     body = {"sweep": "apex_cabs", "status": "cut short", "args": recorded, "cut_short": cut}
     (folder / "run.json").write_text(json.dumps(body))

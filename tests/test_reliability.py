@@ -111,7 +111,7 @@ def _fake_sweep_folder(path: Path, sweep: str = "dqn_cabs", state: bool = True, 
 
     args = parse_args(dqn_cabs.SWEEP, ["--storage-path", str(path.parent), "--name", path.name])
     path.mkdir(parents=True)
-    recorded = {k: v for k, v in vars(args).items() if k != "argv"}
+    recorded = {k: v for k, v in args.as_dict().items() if k != "argv"}
     body = {"sweep": sweep, "kind": "sweep", "status": "interrupted", "args": recorded, **record}
     (path / "run.json").write_text(json.dumps(body))
     if state:

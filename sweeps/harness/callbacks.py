@@ -241,6 +241,7 @@ class SuiteCallbacks(RLlibCallback):
             env_steps, train_time, trained, self._greedy_return, loss, cpu, self._optimum, eval_time
         )
         suite.update(eval_share.Ledger(metrics_logger).figures())
+        suite[keys.TRIALS_IN_ACTOR[-1]] = getattr(algorithm, "trials_in_actor", 1)
         result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')
         if self._confirm is not None:
             suite.update(self._check_target(algorithm, metrics_logger, result, train_time))

@@ -35,7 +35,7 @@ SHARED_DEFAULTS: dict[str, Any] = flag_defaults()
 
 # What a flag added since means for a run recorded before it (--resume continues it as begun):
 # a run recorded before the confirmed target stopped at the first crossing.
-RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0, "eval_share": 0.0}
+RECORDED_BEFORE: dict[str, Any] = {"confirm_episodes": 0, "eval_share": 0.0, "reuse_actors": False}
 
 # What --resume may change: how the sweep is shown and where it runs, never what it computes.
 RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
@@ -219,6 +219,12 @@ def build_parser(sweep: Sweep) -> argparse.ArgumentParser:
         type=count(0),
         help="trials running at once (0: as many as the cluster's resources hold; more than its "
         "CPUs hold, on the sweep's own Ray: it declares the CPUs they ask for, on purpose)",
+    )
+    s.add_argument(
+        "--reuse-actors",
+        action=argparse.BooleanOptionalAction,
+        help="a finished trial's actor (its process, with Ray, RLlib and Torch imported) runs "
+        "the next trial, its algorithm rebuilt from the new config (sweeps/seams/reuse.py)",
     )
     s.add_argument("--search", choices=["optuna", "random"], help="Optuna TPE or random sampling")
     s.add_argument("--scheduler", choices=["asha", "fifo"], help="ASHA early stopping or none")

@@ -69,6 +69,9 @@ LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update
 # figures of cpu_time.Summary.figures() under CPU; PREDICTED_TRAIN_TIME_S is TRAIN_TIME_S on a
 # machine with a core per process of the trial (a prediction, never a measurement).
 CPU: Key = (SUITE, "cpu")
+# The trials this trial's actor has run, this one included (--reuse-actors: sweeps/seams/reuse.py;
+# 1: a new actor).
+TRIALS_IN_ACTOR: Key = (SUITE, "trials_in_actor")
 PREDICTED_TRAIN_TIME_S: Key = (SUITE, "predicted_train_time_s")
 # RETURN_MEAN is rewritten by SuiteCallbacks as the mean of each env runner's last
 # ``metrics_num_episodes_for_smoothing`` training games (logged under RETURN_MEAN_LAST_N); RLlib's

@@ -321,7 +321,7 @@ def resume(
     try:
         tuner = tune.Tuner.restore(
             experiment,
-            trainable=config.algo_class,
+            trainable=trainable(config, args),
             param_space=param_space,
             resume_unfinished=True,
             restart_errored=True,
@@ -333,6 +333,22 @@ def resume(
     record = recovery.resumed_record(record_path, args, raw_env_steps_per_s=speed)
     record.write(record_path)
     return tuner, record
+
+
+def reuses_actors(config: Any, args: Settings) -> bool:
+    """Whether a finished trial's actor runs the next trial (--reuse-actors): RLlib's
+    algorithms only, and not with a GPU learner (``sweeps/seams/reuse.py`` says why)."""
+    return bool(args.reuse_actors) and is_rllib(config) and not config.num_gpus_per_learner
+
+
+def trainable(config: Any, args: Settings) -> type:
+    """What Tune runs for each trial: the algorithm's class, one whose actor runs the next
+    trial too where ``reuses_actors``."""
+    if reuses_actors(config, args):
+        from sweeps.seams.reuse import reusable
+
+        return reusable(config.algo_class)
+    return config.algo_class
 
 
 @dataclass
@@ -397,7 +413,7 @@ def build_tuner(
     from ray import tune
 
     return tune.Tuner(
-        config.algo_class,
+        trainable(config, args),
         param_space=param_space,
         tune_config=tune.TuneConfig(
             search_alg=trials.searcher,
@@ -407,7 +423,7 @@ def build_tuner(
             # Not Tune's time_budget_s: the cap is budget.WallClockCap's, which leaves a sweep it
             # stops resumable (sweeps/harness/budget.py).
             time_budget_s=None,
-            reuse_actors=False,
+            reuse_actors=reuses_actors(config, args),
             trial_name_creator=_trial_name,
             trial_dirname_creator=_trial_name,
         ),

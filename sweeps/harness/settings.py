@@ -34,6 +34,7 @@ class Settings:
     # --- search
     num_samples: int = 8
     max_concurrent_trials: int = 0  # 0: as many as the cluster's resources hold
+    reuse_actors: bool = False
     search: str = "optuna"  # "optuna" | "random"
     scheduler: str = "asha"  # "asha" | "fifo"
     grace_period: int = 10_000

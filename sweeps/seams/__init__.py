@@ -21,6 +21,8 @@ The seams:
 - ``learner``: a learner's optimizers and learning-rate schedules, the local learner of a
   group, DQN's Q-value forward, and Ray Train's worker class.
 - ``replay``: the internals of RLlib's prioritized episode replay buffer.
+- ``reuse``: a trial's actor reused for the next trial (Tune's ``reset_config``), with what the
+  old trial leaves in the process ended first.
 
 Copies of RLlib code (``sweeps/algorithms/appo_loss.py``) stay where they are, pinned to RLlib's
 by tests; RLModule's ``_forward*`` methods are RLlib's documented way to write a module and are
