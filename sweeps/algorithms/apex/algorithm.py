@@ -75,9 +75,11 @@ class ApexDQN(ApexMetricsMixin, DQNHooks):
 
     @override(DQN)
     def setup(self, config: AlgorithmConfig) -> None:
-        # The replay shards start (and answer) before RLlib's setup, which ends with the
-        # `on_algorithm_init` callback: everything built here is start-up, never training
-        # time (a shard actor's worker process takes seconds to boot on a busy machine).
+        # The replay shards' processes boot while RLlib's setup builds the env runners (each a
+        # process that takes seconds to boot: one after the other, half of a 2-core machine
+        # waits). They answer before training starts: the suite's `on_algorithm_init` callback,
+        # which ends RLlib's setup, pings them to count their CPU time, and the pids below
+        # are taken before the first iteration either way: start-up, never training time.
         shard_cls = ray.remote(
             num_cpus=config.replay_shard_num_cpus, max_restarts=SHARD_MAX_RESTARTS
         )(ApexReplayShard)
@@ -88,8 +90,9 @@ class ApexDQN(ApexMetricsMixin, DQNHooks):
         ]
         # Each shard's first process, so that a shard killed before its first stats answer is
         # still seen as restarted (`_count_shard_restarts`).
-        self._shard_pids = dict(enumerate(ray.get([s.ping.remote() for s in self._shards])))
+        pings = [s.ping.remote() for s in self._shards]
         super().setup(config)
+        self._shard_pids = dict(enumerate(ray.get(pings)))
         cfg = self.config
         self._limit_learner_threads()
         self._num_runners = self.env_runner_group.num_remote_env_runners()
