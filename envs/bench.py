@@ -15,16 +15,20 @@ import time
 from typing import Any
 
 
-def raw_env_rate(env: Any, seconds: float, seed: int = 0, windows: int = 1) -> float:
+def raw_env_rate(
+    env: Any, seconds: float, seed: int = 0, windows: int = 1, reset: bool = True
+) -> float:
     """Env steps per second of one process stepping ``env`` with random actions (drawn in
     advance), resetting at episode ends, for ``seconds``; a vector env (``num_envs``) counts
     each of its envs' steps and resets them itself. ``windows`` > 1: the fastest of that many
     equal windows (a moment's contention from another process does not count, a machine that
-    is slow throughout does)."""
+    is slow throughout does). ``reset=False``: an env measured before steps on from where it
+    was (its reset is not timed either way)."""
     num_envs = getattr(env, "num_envs", None)
     env.action_space.seed(seed)
     actions = [env.action_space.sample() for _ in range(4096 if num_envs is None else 256)]
-    env.reset(seed=seed)
+    if reset:
+        env.reset(seed=seed)
     steps, best = 0, 0.0
     for _ in range(windows):
         first, t0 = steps, time.perf_counter()

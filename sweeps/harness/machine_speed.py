@@ -15,7 +15,7 @@ compares differ (``analysis.summary``). Env steps do not depend on the machine.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from envs.bench import raw_env_rate
 from sweeps.harness.errors import error_line
@@ -28,13 +28,28 @@ RUN_SECONDS = 1.0  # how long a run steps the env at its start and at its end,
 RUN_WINDOWS = 4  # in this many windows, the fastest of which counts
 
 
-def measure(workload: Workload, args: Settings, seconds: float = RUN_SECONDS) -> float | None:
+# The env a run measured at its start, kept for its end (``keep``): Pong's vector env of 32
+# games takes seconds to build and as long to reset, each time.
+_KEPT: dict[str, Any] = {}
+
+
+def measure(
+    workload: Workload, args: Settings, seconds: float = RUN_SECONDS, keep: bool = False
+) -> float | None:
     """The workload's raw env rate in env steps/s, rounded; None where the workload has no raw
-    env or building or stepping it failed (said in one line: a run does not fail for it)."""
-    env = None
+    env or building or stepping it failed (said in one line: a run does not fail for it).
+    ``keep``: the env stays built for this process's next measurement of the same env (a run's
+    end), which steps it on from where it was; that one closes it."""
+    key = repr((workload.name, args.env, args.variant, args.env_config))
+    env = _KEPT.pop(key, None)
+    kept = env is not None
     try:
-        env = workload.make_raw_env(args)
-        return float(round(raw_env_rate(env, seconds, windows=RUN_WINDOWS)))
+        if env is None:
+            env = workload.make_raw_env(args)
+        rate = float(round(raw_env_rate(env, seconds, windows=RUN_WINDOWS, reset=not kept)))
+        if keep:
+            _KEPT[key], env = env, None
+        return rate
     except NotImplementedError:
         return None
     except Exception as e:

@@ -45,6 +45,7 @@ from sweeps.harness.placement import configure as configure_placement
 from sweeps.harness.record import (
     RECORD_FILE,
     RunRecord,
+    cpu_model,
     git_commit,
     git_dirty,
     machine,
@@ -132,7 +133,8 @@ def run(sweep: Sweep, argv: Sequence[str] | None = None) -> int:
             busy_at_start = cpu_time.read_machine(cpu_time.affinity())
             placement = plan(sweep, args, config)
             # The search's work, its predicted wall-clock here and the cap's default from it
-            for line in budget.plan_lines(sweep, args, speed, cpu_time.cores()):
+            cores, cpu = cpu_time.cores(), cpu_model()
+            for line in budget.plan_lines(sweep, args, speed, cores, cpu):
                 print(line, flush=True)
             if args.dry_run:
                 _, scheduler_info = _scheduler(args, "", keys.flat(keys.ENV_STEPS))
@@ -283,7 +285,7 @@ def search(
 
 def _machine_speed(sweep: Sweep, args: Settings, when: str) -> float | None:
     """The workload's raw env rate now (sweeps/harness/machine_speed.py), printed."""
-    speed = machine_speed.measure(sweep.workload, args)
+    speed = machine_speed.measure(sweep.workload, args, keep=when == "start")
     if speed is not None:
         print(machine_speed.line(speed, when), flush=True)
     return speed
