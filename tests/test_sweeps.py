@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
+import os
 import socket
 import subprocess
 import sys
@@ -49,9 +50,29 @@ def test_importing_a_sweep_runs_nothing(tmp_path):
         assert module.SWEEP.name == name
 
 
+@pytest.fixture(scope="module")
+def smoke_ray(_ray_session_end):
+    """The smokes' Ray, sized as a sweep's own Ray sizes itself on 2 cores (``runner.plan``: two
+    one-runner trials at once declare 4 CPUs, every process one thread), so that a smoke's two
+    trials start side by side as they do from the command line. Shut down at the module's end:
+    the next module's ``ray_session`` starts the shared 2-CPU one again."""
+    import ray
+
+    from sweeps.harness import cpu_time
+
+    ray.shutdown()
+    os.environ[cpu_time.OVERSUBSCRIBED_ENV] = "1"  # (inherited by Ray's processes)
+    try:
+        ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False)
+    finally:
+        os.environ.pop(cpu_time.OVERSUBSCRIBED_ENV)
+    yield ray
+    ray.shutdown()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SMOKED)
-def test_smoke(name, tmp_path, ray_session, capsys):
+def test_smoke(name, tmp_path, smoke_ray, capsys):
     rc, experiment = _run(name, tmp_path, "--smoke")
     assert rc == 0
     # The lasting TensorBoard command is printed at the start.
@@ -366,7 +387,7 @@ def test_search_space_records_real_values():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["apex_cabs", "appo_cabs"])
-def test_smoke_request_variant(name, tmp_path, ray_session):
+def test_smoke_request_variant(name, tmp_path, smoke_ray):
     """The masked modules (Q-values for DQN/Ape-X, logits for IMPALA/APPO) build and train."""
     rc, experiment = _run(name, tmp_path, "--smoke", "--num-samples", "1", "--variant", "requests")
     assert rc == 0
