@@ -198,6 +198,16 @@ SWEEP = runner.Sweep(
                 cores=2,
                 work=MAINJOB_WORK,
                 source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
+                cpu="Intel(R) Xeon(R) Processor",
+            ),
+            Cost(
+                wall_s=696.0,
+                busy_s=1367.28,
+                raw_env_rate=385_567.0,
+                cores=2,
+                work=MAINJOB_WORK,
+                source="mainjob-s7, AMD EPYC, 2 cores: results/cabs/reuse/OVERHEAD.md",
+                cpu="AMD EPYC",
             ),
         )
     },

@@ -320,6 +320,27 @@ def test_prediction_rests_on_the_cost_measured_on_the_nearest_core_count():
     assert budget.nearest((one, two), 3) is two  # a tie goes to the larger count
 
 
+def test_prediction_prefers_the_cost_measured_on_this_cpu_model():
+    """The raw env rate times the env, not the learner: between CPU models it scales a run
+    badly, so of two costs on this core count the plan takes the one measured on this model,
+    and says so where it has none."""
+    import dataclasses
+
+    from sweeps import apex_cabs
+
+    sweep = _with_cost(apex_cabs.SWEEP, cpu="Intel")
+    (intel,) = sweep.costs["base"]
+    amd = dataclasses.replace(intel, wall_s=700.0, raw_env_rate=400_000.0, cpu="AMD", source="amd")
+    sweep = dataclasses.replace(sweep, costs={"base": (intel, amd)})
+    args = _args(sweep)
+    on_amd, _ = budget.predict(sweep, args, 400_000.0, 2, "AMD")
+    assert on_amd.seconds == pytest.approx(700.0) and "another CPU" not in on_amd.basis
+    on_intel, _ = budget.predict(sweep, args, 900_000.0, 2, "Intel")
+    assert on_intel.seconds == pytest.approx(400.0)
+    elsewhere, _ = budget.predict(sweep, args, 900_000.0, 2, "ARM")
+    assert "measured on another CPU model" in elsewhere.basis
+
+
 def test_plan_says_the_work_and_raises_the_default_cap_on_a_slower_machine():
     from sweeps import apex_cabs
 

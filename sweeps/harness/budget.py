@@ -218,20 +218,22 @@ def work(args: Settings) -> dict[str, Any]:
     return {"num_samples": args.num_samples, **{k: getattr(args, k) for k in WORK_FLAGS}}
 
 
-def nearest(costs: tuple[Cost, ...], cores: int) -> Cost:
-    """The cost measured on the core count nearest this machine's (the larger on a tie): CPU
-    work per env step is not fixed across core counts (a run squeezed onto fewer cores than it
-    has busy processes spends more CPU on the same work: results/cabs/OVERHEAD.md), so a
-    measurement on the same count beats a scaled one."""
-    return min(costs, key=lambda c: (abs(c.cores - cores), -c.cores))
+def nearest(costs: tuple[Cost, ...], cores: int, cpu: str = "") -> Cost:
+    """The cost measured on the core count nearest this machine's (the larger on a tie), and
+    among those, one measured on this CPU model. CPU work per env step is not fixed across core
+    counts (a run squeezed onto fewer cores than it has busy processes spends more CPU on the
+    same work), nor is the raw env rate a measure of the whole run's speed across CPU models
+    (it times the env's steps, not the learner's): a measurement on the same count and model
+    beats a scaled one (results/cabs/OVERHEAD.md)."""
+    return min(costs, key=lambda c: (abs(c.cores - cores), bool(cpu) and c.cpu != cpu, -c.cores))
 
 
 def predict(
-    sweep: Sweep, args: Settings, speed: float | None, cores: int
+    sweep: Sweep, args: Settings, speed: float | None, cores: int, cpu: str = ""
 ) -> tuple[Prediction | None, str]:
     """The search's wall-clock on this machine: the measured cost of the same search on the
-    nearest core count (``nearest``), its wall-clock and busy seconds scaled by the machine's
-    speed (the raw env rate, measured at the start: one process's speed,
+    nearest core count and CPU model (``nearest``), its wall-clock and busy seconds scaled by
+    the machine's speed (the raw env rate, measured at the start: one process's speed,
     ``cost.raw_env_rate / speed``) and its cores (the busy seconds spread over ``cores``, never
     below the measured wall-clock: trials run one after another), per trial planned:
     ``max(wall, busy / cores) × rate ratio × trials / measured trials``. None and why where
@@ -241,7 +243,7 @@ def predict(
         return None, "no measured cost for this search (Sweep.costs)"
     if speed is None or speed <= 0:
         return None, "the machine's speed was not measured"
-    cost = nearest(costs, cores)
+    cost = nearest(costs, cores, cpu)
     wanted, measured = work(args), dict(cost.work)
     differs = [k for k in WORK_FLAGS if wanted.get(k) != measured.get(k)]
     if differs:
@@ -254,6 +256,11 @@ def predict(
         f"measured {clock(cost.wall_s)} for {measured.get('num_samples')} trials on "
         f"{cost.cores} core(s) at {cost.raw_env_rate:,.0f} raw env steps/s ({cost.source})"
     )
+    if cpu and cost.cpu and cost.cpu != cpu:
+        basis += (
+            f"; measured on another CPU model ({cost.cpu}): a rough figure, the raw env rate "
+            "times the env, not the learner"
+        )
     return Prediction(seconds, basis), ""
 
 
@@ -277,6 +284,7 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
         cores=int(machine.cores or 0),
         work=work(Settings.from_dict({**RECORDED_BEFORE, **record.args}, strict=False)),
         source=source,
+        cpu=machine.cpu_model or "",
     )
 
 
@@ -288,7 +296,9 @@ def default_cap(given_s: float | None, prediction: Prediction | None) -> float |
     return max(given_s, 60.0 * math.ceil(CAP_MARGIN * prediction.seconds / 60.0))
 
 
-def plan_lines(sweep: Sweep, args: Settings, speed: float | None, cores: int) -> list[str]:
+def plan_lines(
+    sweep: Sweep, args: Settings, speed: float | None, cores: int, cpu: str = ""
+) -> list[str]:
     """The search's work and its predicted wall-clock on this machine, printed before the first
     trial; a new sweep whose cap was not given gets its default from the prediction
     (``default_cap``, set on ``args``). Nothing for a benchmark (no cap by default) or a
@@ -313,7 +323,7 @@ def plan_lines(sweep: Sweep, args: Settings, speed: float | None, cores: int) ->
             "; ASHA judges them at " + ", ".join(f"{r:,}" for r in rungs) + " env steps (the "
             "budget is this work: a slower machine runs the same search, slower)"
         )
-    prediction, why = predict(sweep, args, speed, cores)
+    prediction, why = predict(sweep, args, speed, cores, cpu)
     where = f"{speed:,.0f} raw env steps/s, {cores} core(s)" if speed else f"{cores} core(s)"
     if prediction is None:
         lines.append(f"[plan] predicted wall-clock on this machine ({where}): none, {why}")

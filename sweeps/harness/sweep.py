@@ -52,7 +52,9 @@ class Cost:
     spent busy over it, all processes (``/proc/stat`` on the run's cores: run.json's
     ``machine.busy_s``); ``raw_env_rate``: the machine's raw env rate at its start
     (``sweeps/harness/machine_speed.py``); ``cores``: the cores it ran on; ``work``: the flags
-    that set the work (trials, env steps, ASHA's rungs, runners), as run; ``source``: the run."""
+    that set the work (trials, env steps, ASHA's rungs, runners), as run; ``source``: the run;
+    ``cpu``: the CPU model it ran on (run.json's ``machine.cpu_model``: the raw env rate scales
+    a run between machines of one CPU model, not between models)."""
 
     wall_s: float
     busy_s: float
@@ -60,6 +62,7 @@ class Cost:
     cores: int
     work: dict[str, Any]
     source: str
+    cpu: str = ""
 
 
 @dataclass(frozen=True)
