@@ -384,3 +384,37 @@ def test_two_trials_at_once_are_the_searchs_not_a_benchmarks():
     assert _args(apex_cabs.SWEEP, "--benchmark-seeds", "3").max_concurrent_trials == 0
     asked = ("--benchmark-seeds", "3", "--max-concurrent-trials", "2")
     assert _args(apex_cabs.SWEEP, *asked).max_concurrent_trials == 2
+
+
+def test_a_cost_is_read_from_a_finished_records_wall_clock_less_its_pauses(tmp_path):
+    """``python -m sweeps.harness.budget <folder>``: a finished default search's cost (a resumed
+    one's wall-clock without the pause between its runs); anything else one error line."""
+    from sweeps import apex_cabs
+    from sweeps.harness.record import RunRecord
+
+    args = _args(apex_cabs.SWEEP).as_dict()
+    machine = {"busy_s": 900.0, "raw_env_steps_per_s_at_start": 400_000.0, "cores": 1}
+    record = {
+        "status": "finished",
+        "started_at": "2026-12-04T10:00:00+00:00",
+        "ended_at": "2026-12-04T11:00:00+00:00",
+        "args": args,
+        "machine": {**machine, "cpu_model": "AMD EPYC"},
+        "resumes": [
+            {"at": "2026-12-04T10:40:00+00:00", "previous_ended_at": "2026-12-04T10:30:00+00:00"}
+        ],
+    }
+    cost = budget.cost_from_record(RunRecord.read(record), "a run")
+    assert cost.wall_s == 3000.0  # an hour less the 10-minute pause
+    assert (cost.busy_s, cost.cores, cost.cpu, cost.source) == (900.0, 1, "AMD EPYC", "a run")
+    assert cost.work == budget.work(_args(apex_cabs.SWEEP))
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "run.json").write_text(json.dumps({**record, "status": "cut short"}))
+    done = subprocess.run(
+        [sys.executable, "-m", "sweeps.harness.budget", str(tmp_path / "cut")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "not a finished sweep (status 'cut short')" in done.stderr

@@ -265,8 +265,9 @@ def predict(
 
 
 def cost_from_record(record: RunRecord, source: str) -> Cost:
-    """A sweep's measured cost, from its run record (a finished default search): what a sweep
-    file's ``costs`` holds, printed by ``python -m sweeps.harness.budget <sweep folder>``."""
+    """A sweep's measured cost, from its run record (a finished default search, resumed or
+    not): what a sweep file's ``costs`` holds, printed by ``python -m sweeps.harness.budget
+    <sweep folder>``."""
     from sweeps.harness.cli import RECORDED_BEFORE
     from sweeps.harness.sweep import Cost
 
@@ -276,9 +277,8 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
     machine = record.machine
     if machine.busy_s is None or not machine.raw_env_steps_per_s_at_start:
         raise ValueError(f"{source}: its record has no busy seconds or machine speed")
-    wall = dt.datetime.fromisoformat(end) - dt.datetime.fromisoformat(start)
     return Cost(
-        wall_s=wall.total_seconds(),
+        wall_s=_wall_s(record),
         busy_s=float(machine.busy_s),
         raw_env_rate=float(machine.raw_env_steps_per_s_at_start),
         cores=int(machine.cores or 0),
@@ -286,6 +286,17 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
         source=source,
         cpu=machine.cpu_model or "",
     )
+
+
+def _wall_s(record: RunRecord) -> float:
+    """The sweep's wall-clock, start to summary, less the pauses between its runs (a resumed
+    sweep: each resume's start less where the run before ended; its own start-up counts)."""
+    when = dt.datetime.fromisoformat
+    wall = (when(record.ended_at) - when(record.started_at)).total_seconds()
+    for resume in record.resumes or []:
+        if resume.get("previous_ended_at") and resume.get("at"):
+            wall -= (when(resume["at"]) - when(resume["previous_ended_at"])).total_seconds()
+    return wall
 
 
 def default_cap(given_s: float | None, prediction: Prediction | None) -> float | None:
@@ -361,4 +372,7 @@ if __name__ == "__main__":  # python -m sweeps.harness.budget runs/<sweep>: its 
     from sweeps.harness.record import RECORD_FILE, RunRecord
 
     for folder in sys.argv[1:]:
-        print(repr(cost_from_record(RunRecord.read(f"{folder}/{RECORD_FILE}"), folder)))
+        try:
+            print(repr(cost_from_record(RunRecord.read(f"{folder}/{RECORD_FILE}"), folder)))
+        except (OSError, ValueError) as e:  # no record, or not a finished default search
+            sys.exit(f"error: {e}")
