@@ -209,6 +209,15 @@ SWEEP = runner.Sweep(
                 source="mainjob-s7, AMD EPYC, 2 cores: results/cabs/reuse/OVERHEAD.md",
                 cpu="AMD EPYC",
             ),
+            Cost(
+                wall_s=2332.0,
+                busy_s=2362.09,
+                raw_env_rate=411_056.0,
+                cores=1,
+                work=MAINJOB_WORK,
+                source="mainjob-s8-1core, AMD EPYC, 1 core (cut short, resumed): results/cabs",
+                cpu="AMD EPYC",
+            ),
         )
     },
 )
