@@ -50,9 +50,10 @@ Why these settings
   a second varies 2.5-3x between the machines this runs on, and a budget in seconds is what
   cut the search to 9 of its 24 trials on a slow host. The 14-minute ``time_budget_s`` is a
   cap, raised where none is given to 1.5x the plan's predicted wall-clock on this machine
-  (the measured cost of this search, ``SWEEP.costs``, scaled by the machine's raw env rate and
-  cores: ``sweeps/harness/budget.py``); where a cap still stops the search, the summary says
-  "cut short" and prints the ``--resume`` command that finishes it.
+  (the measured costs of this search, ``SWEEP.costs``, scaled by the machine's raw env rate and
+  cores, per env step, times the mean work of the searches measured: ASHA runs 380k-565k env
+  steps as the seed goes; ``sweeps/harness/budget.py``); where a cap still stops the search,
+  the summary says "cut short" and prints the ``--resume`` command that finishes it.
 * **The final figure is held out**: the best trial and the runners-up within noise of it are
   re-evaluated on 100 fixed episodes (``--final-episodes``, ``sweeps/harness/held_out_pick.py``) and
   the best trial is picked by that, not by the highest periodic 5-episode figure (the
@@ -199,6 +200,7 @@ SWEEP = runner.Sweep(
                 work=MAINJOB_WORK,
                 source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
                 cpu="Intel(R) Xeon(R) Processor",
+                env_steps=505_863,
             ),
             Cost(
                 wall_s=696.0,
@@ -208,6 +210,7 @@ SWEEP = runner.Sweep(
                 work=MAINJOB_WORK,
                 source="mainjob-s7, AMD EPYC, 2 cores: results/cabs/reuse/OVERHEAD.md",
                 cpu="AMD EPYC",
+                env_steps=418_863,
             ),
             Cost(
                 wall_s=2332.0,
@@ -217,6 +220,27 @@ SWEEP = runner.Sweep(
                 work=MAINJOB_WORK,
                 source="mainjob-s8-1core, AMD EPYC, 1 core (cut short, resumed): results/cabs",
                 cpu="AMD EPYC",
+                env_steps=564_840,
+            ),
+            Cost(
+                wall_s=642.0,
+                busy_s=1264.22,
+                raw_env_rate=480_432.0,
+                cores=2,
+                work=MAINJOB_WORK,
+                source="mainjob-s9, AMD EPYC, 2 cores: results/cabs",
+                cpu="AMD EPYC",
+                env_steps=503_739,
+            ),
+            Cost(
+                wall_s=1270.0,
+                busy_s=1289.55,
+                raw_env_rate=487_097.0,
+                cores=1,
+                work=MAINJOB_WORK,
+                source="mainjob-s10-1core, AMD EPYC, 1 core: results/cabs",
+                cpu="AMD EPYC",
+                env_steps=379_666,
             ),
         )
     },

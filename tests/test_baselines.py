@@ -279,6 +279,31 @@ def test_a_checkpoint_restores_the_model_and_its_clocks(tmp_path, monkeypatch):
     assert keys.get(second, keys.ENV_STEPS) > steps
 
 
+def test_a_trial_leaves_no_folder_in_the_temp_dir(tmp_path, monkeypatch):
+    """SB3's default logger made an empty SB3-<date> folder in the temp dir on every learn(),
+    for a new model and for a restored one."""
+    import tempfile
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    trial = _trainable(tmp_path, monkeypatch, eval_interval=0)
+    try:
+        trial.train()
+        folder = tmp_path / "checkpoint"
+        folder.mkdir()
+        trial.save_checkpoint(str(folder))
+    finally:
+        trial.stop()
+    again = _trainable(tmp_path, monkeypatch, eval_interval=0)
+    try:
+        again.load_checkpoint(str(folder))
+        again.train()
+    finally:
+        again.stop()
+    assert not list(temp.iterdir())
+
+
 # --- the report ---------------------------------------------------------------------------
 
 

@@ -317,7 +317,7 @@ def test_prediction_rests_on_the_cost_measured_on_the_nearest_core_count():
     assert on_two.seconds == pytest.approx(800.0) and "a test" in on_two.basis
     on_four, _ = budget.predict(sweep, args, 900_000.0, 4)  # nearest: the 2-core one
     assert on_four.seconds == pytest.approx(400.0)
-    assert budget.nearest((one, two), 3) is two  # a tie goes to the larger count
+    assert budget.nearest((one, two), 3) == (two,)  # a tie goes to the larger count
 
 
 def test_prediction_prefers_the_cost_measured_on_this_cpu_model():
@@ -339,6 +339,36 @@ def test_prediction_prefers_the_cost_measured_on_this_cpu_model():
     assert on_intel.seconds == pytest.approx(400.0)
     elsewhere, _ = budget.predict(sweep, args, 900_000.0, 2, "ARM")
     assert "measured on another CPU model" in elsewhere.basis
+
+
+def test_prediction_is_per_env_step_times_the_mean_work_of_the_searches_measured():
+    """The same flags run more or fewer env steps as ASHA's promotions go with the seed (the
+    main job: 380k-565k): the plan takes the wall-clock per env step of the costs on this core
+    count and model, averaged, times the mean work of every search measured (any machine), and
+    gives the range from the least and the most work."""
+    import dataclasses
+
+    from sweeps import apex_cabs
+
+    sweep = _with_cost(apex_cabs.SWEEP, env_steps=400_000.0)
+    (a,) = sweep.costs["base"]  # 400 s for 400k env steps: 1 ms per env step at 900k
+    b = dataclasses.replace(a, wall_s=900.0, raw_env_rate=450_000.0, env_steps=600_000.0)
+    elsewhere = dataclasses.replace(a, cores=8, env_steps=500_000.0, source="an 8-core box")
+    sweep = dataclasses.replace(sweep, costs={"base": (a, b, elsewhere)})
+    args = _args(sweep)
+    p, _ = budget.predict(sweep, args, 900_000.0, 2)
+    # a: 1 ms per env step here; b: 900 s x (450k / 900k) / 600k = 0.75 ms; mean 0.875 ms,
+    # times the mean work of all three (500k): 437.5 s; 400k-600k: 350-525 s
+    assert p.seconds == pytest.approx(437.5)
+    assert (p.low, p.high) == (pytest.approx(350.0), pytest.approx(525.0))
+    assert "the mean of the 3 searches measured (400,000-600,000" in p.basis
+    assert "an 8-core box" not in p.basis  # its work counts, its clock is another machine's
+    lines = budget.plan_lines(sweep, _args(sweep), 900_000.0, 2)
+    assert "): 7:17, 5:50-8:45 by the work measured (measured 6:40 for 24 trials" in lines[1]
+    # A cost that did not count its env steps scales its wall-clock alone, with no range.
+    uncounted = dataclasses.replace(sweep, costs={"base": (dataclasses.replace(a, env_steps=0),)})
+    p, _ = budget.predict(uncounted, args, 900_000.0, 2)
+    assert p.seconds == pytest.approx(400.0) and p.low is None
 
 
 def test_plan_says_the_work_and_raises_the_default_cap_on_a_slower_machine():
@@ -404,9 +434,15 @@ def test_a_cost_is_read_from_a_finished_records_wall_clock_less_its_pauses(tmp_p
             {"at": "2026-12-04T10:40:00+00:00", "previous_ended_at": "2026-12-04T10:30:00+00:00"}
         ],
     }
-    cost = budget.cost_from_record(RunRecord.read(record), "a run")
+    folder = tmp_path / "done"
+    for trial, rows in {"A_1": [1000, 5000], "A_2": [1000, 15000, 60000], "A_3": []}.items():
+        (folder / trial).mkdir(parents=True)
+        lines = [json.dumps({"suite": {"env_steps": n}}) for n in rows]
+        (folder / trial / "result.json").write_text("".join(f"{line}\n" for line in lines))
+    cost = budget.cost_from_record(RunRecord.read(record), str(folder))
     assert cost.wall_s == 3000.0  # an hour less the 10-minute pause
-    assert (cost.busy_s, cost.cores, cost.cpu, cost.source) == (900.0, 1, "AMD EPYC", "a run")
+    assert (cost.busy_s, cost.cores, cost.cpu) == (900.0, 1, "AMD EPYC")
+    assert cost.env_steps == 65_000  # each trial's last row
     assert cost.work == budget.work(_args(apex_cabs.SWEEP))
     (tmp_path / "cut").mkdir()
     (tmp_path / "cut" / "run.json").write_text(json.dumps({**record, "status": "cut short"}))

@@ -20,6 +20,7 @@ import ast
 import functools
 import importlib
 import inspect
+import re
 from pathlib import Path
 
 import pytest
@@ -70,15 +71,30 @@ def _project_files() -> list[Path]:
     return sorted(p for d in CODE for p in d.rglob("*.py"))
 
 
+# A private-looking word in source text: what a file must contain to define or use that name.
+_WORD = re.compile(r"\b_[A-Za-z0-9]\w*")
+
+
+def _words(path: Path) -> set[str]:
+    try:
+        return set(_WORD.findall(path.read_text()))
+    except UnicodeDecodeError:
+        return set()
+
+
 @functools.cache
 def _names() -> tuple[frozenset[str], frozenset[str]]:
-    """(Ray's private names, the project's own private names but the seams')."""
+    """(Ray's private names, the project's own private names but the seams').
+
+    Of Ray's, only those the project's files mention and do not define themselves: the scan asks
+    about no other. A file of Ray's that defines one of them names it in its text, so only those
+    files are parsed (about a quarter of Ray's source), and the answer is the full scan's."""
     import ray
 
-    ours = [p for p in _project_files() if SEAMS not in p.parents]
-    return frozenset(_defined(list(Path(ray.__file__).parent.rglob("*.py")))), frozenset(
-        _defined(ours)
-    )
+    ours = _defined([p for p in _project_files() if SEAMS not in p.parents])
+    asked = {w for p in _project_files() for w in _words(p) if _private(w) and w not in ours}
+    files = [p for p in Path(ray.__file__).parent.rglob("*.py") if asked & _words(p)]
+    return frozenset(_defined(files) & asked), frozenset(ours)
 
 
 def _module_name(path: Path) -> str:

@@ -59,8 +59,12 @@ class _Learning:
 
     def __init__(self, model: Any, total_timesteps: int, reset: bool) -> None:
         from stable_baselines3.common.callbacks import BaseCallback
+        from stable_baselines3.common.logger import Logger
 
         learning = self
+        # SB3's default logger at verbose 0 writes nothing but makes an empty folder in the
+        # system's temp dir on every learn(); one with no outputs makes none.
+        model.set_logger(Logger(folder=None, output_formats=[]))
 
         class Pause(BaseCallback):
             def _on_step(self) -> bool:

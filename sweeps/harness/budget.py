@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ray.tune.callback import Callback
@@ -207,10 +208,14 @@ def clock(seconds: float) -> str:
 
 @dataclass
 class Prediction:
-    """The search's wall-clock predicted on this machine, and what it rests on."""
+    """The search's wall-clock predicted on this machine, and what it rests on; ``low`` and
+    ``high``: the same at the least and the most work a measured search of it ran (None where
+    the costs did not count their env steps)."""
 
     seconds: float
     basis: str
+    low: float | None = None
+    high: float | None = None
 
 
 def work(args: Settings) -> dict[str, Any]:
@@ -218,50 +223,92 @@ def work(args: Settings) -> dict[str, Any]:
     return {"num_samples": args.num_samples, **{k: getattr(args, k) for k in WORK_FLAGS}}
 
 
-def nearest(costs: tuple[Cost, ...], cores: int, cpu: str = "") -> Cost:
-    """The cost measured on the core count nearest this machine's (the larger on a tie), and
-    among those, one measured on this CPU model. CPU work per env step is not fixed across core
-    counts (a run squeezed onto fewer cores than it has busy processes spends more CPU on the
-    same work), nor is the raw env rate a measure of the whole run's speed across CPU models
+def nearest(costs: tuple[Cost, ...], cores: int, cpu: str = "") -> tuple[Cost, ...]:
+    """The costs measured on the core count nearest this machine's (the larger on a tie), and
+    among those, the ones measured on this CPU model. CPU work per env step is not fixed across
+    core counts (a run squeezed onto fewer cores than it has busy processes spends more CPU on
+    the same work), nor is the raw env rate a measure of the whole run's speed across CPU models
     (it times the env's steps, not the learner's): a measurement on the same count and model
     beats a scaled one (results/cabs/OVERHEAD.md)."""
-    return min(costs, key=lambda c: (abs(c.cores - cores), bool(cpu) and c.cpu != cpu, -c.cores))
+
+    def distance(c: Cost) -> tuple[int, bool, int]:
+        return abs(c.cores - cores), bool(cpu) and c.cpu != cpu, -c.cores
+
+    best = min(map(distance, costs))
+    return tuple(c for c in costs if distance(c) == best)
 
 
 def predict(
     sweep: Sweep, args: Settings, speed: float | None, cores: int, cpu: str = ""
 ) -> tuple[Prediction | None, str]:
-    """The search's wall-clock on this machine: the measured cost of the same search on the
-    nearest core count and CPU model (``nearest``), its wall-clock and busy seconds scaled by
-    the machine's speed (the raw env rate, measured at the start: one process's speed,
-    ``cost.raw_env_rate / speed``) and its cores (the busy seconds spread over ``cores``, never
-    below the measured wall-clock: trials run one after another), per trial planned:
-    ``max(wall, busy / cores) × rate ratio × trials / measured trials``. None and why where
-    there is nothing to predict from."""
+    """The search's wall-clock on this machine, from the measured costs of the same search on
+    the nearest core count and CPU model (``nearest``). Each one's wall-clock and busy seconds
+    are scaled by the machine's speed (the raw env rate, measured at the start: one process's
+    speed, ``cost.raw_env_rate / speed``) and its cores (the busy seconds spread over
+    ``cores``, never below the measured wall-clock: trials run one after another):
+    ``max(wall, busy / cores) × rate ratio``, per env step the search ran, averaged over those
+    costs; times the work of the search, which the flags do not fix (ASHA promotes more or
+    fewer trials as the seed goes): the mean env steps of every measured search of it, on any
+    machine (env steps compare everywhere), the least and the most giving the range; per trial
+    planned. Costs that did not count their env steps scale their wall-clock alone. None and
+    why where there is nothing to predict from."""
     costs = sweep.costs.get(args.variant or "")
     if not costs:
         return None, "no measured cost for this search (Sweep.costs)"
     if speed is None or speed <= 0:
         return None, "the machine's speed was not measured"
-    cost = nearest(costs, cores, cpu)
-    wanted, measured = work(args), dict(cost.work)
+    group = nearest(costs, cores, cpu)
+    wanted, measured = work(args), dict(group[0].work)
     differs = [k for k in WORK_FLAGS if wanted.get(k) != measured.get(k)]
     if differs:
         names = ", ".join("--" + k.replace("_", "-") for k in differs)
         return None, f"measured for the default search only ({names} differ)"
-    ratio = cost.raw_env_rate / speed
-    seconds = max(cost.wall_s, cost.busy_s / max(cores, 1)) * ratio
-    seconds *= args.num_samples / max(int(measured.get("num_samples") or 1), 1)
-    basis = (
-        f"measured {clock(cost.wall_s)} for {measured.get('num_samples')} trials on "
-        f"{cost.cores} core(s) at {cost.raw_env_rate:,.0f} raw env steps/s ({cost.source})"
+
+    def here(c: Cost) -> float:  # the cost's search on this machine, its work as it came out
+        return max(c.wall_s, c.busy_s / max(cores, 1)) * c.raw_env_rate / speed
+
+    per_trial = args.num_samples / max(int(measured.get("num_samples") or 1), 1)
+    runs = "; ".join(
+        f"{clock(c.wall_s)} for {c.work.get('num_samples')} trials"
+        + (f" and {c.env_steps:,.0f} env steps" if c.env_steps else "")
+        + f" on {c.cores} core(s) at {c.raw_env_rate:,.0f} raw env steps/s ({c.source})"
+        for c in group
     )
-    if cpu and cost.cpu and cost.cpu != cpu:
-        basis += (
-            f"; measured on another CPU model ({cost.cpu}): a rough figure, the raw env rate "
-            "times the env, not the learner"
+    steps = [c.env_steps for c in costs if c.env_steps and dict(c.work) == measured]
+    if steps and all(c.env_steps for c in group):
+        per_step = sum(here(c) / c.env_steps for c in group) / len(group)
+        mean = sum(steps) / len(steps)
+        prediction = Prediction(
+            per_step * mean * per_trial,
+            f"measured {runs}; the work: {mean:,.0f} env steps, the mean of the {len(steps)} "
+            f"searches measured ({min(steps):,.0f}-{max(steps):,.0f}: ASHA's promotions vary "
+            "with the seed)",
+            per_step * min(steps) * per_trial,
+            per_step * max(steps) * per_trial,
         )
-    return Prediction(seconds, basis), ""
+    else:
+        seconds = sum(map(here, group)) / len(group) * per_trial
+        prediction = Prediction(seconds, f"measured {runs}")
+    if cpu and group[0].cpu and group[0].cpu != cpu:
+        prediction.basis += (
+            f"; measured on another CPU model ({group[0].cpu}): a rough figure, the raw env "
+            "rate times the env, not the learner"
+        )
+    return prediction, ""
+
+
+def search_env_steps(folder: str | Path) -> float:
+    """The env steps a sweep's trials ran, summed: each trial folder's last result."""
+    import json
+
+    from sweeps.harness import keys
+
+    total = 0.0
+    for result in Path(folder).glob("*/result.json"):
+        lines = result.read_text().splitlines()
+        if lines:
+            total += float(keys.get(json.loads(lines[-1]), keys.ENV_STEPS, 0) or 0)
+    return total
 
 
 def cost_from_record(record: RunRecord, source: str) -> Cost:
@@ -285,6 +332,7 @@ def cost_from_record(record: RunRecord, source: str) -> Cost:
         work=work(Settings.from_dict({**RECORDED_BEFORE, **record.args}, strict=False)),
         source=source,
         cpu=machine.cpu_model or "",
+        env_steps=search_env_steps(source),
     )
 
 
@@ -339,9 +387,12 @@ def plan_lines(
     if prediction is None:
         lines.append(f"[plan] predicted wall-clock on this machine ({where}): none, {why}")
     else:
+        span = ""
+        if prediction.low is not None and prediction.high is not None:
+            span = f", {clock(prediction.low)}-{clock(prediction.high)} by the work measured"
         lines.append(
             f"[plan] predicted wall-clock on this machine ({where}): "
-            f"{clock(prediction.seconds)} ({prediction.basis})"
+            f"{clock(prediction.seconds)}{span} ({prediction.basis})"
         )
     cap = args.time_budget_s
     if args.cap_from_plan:

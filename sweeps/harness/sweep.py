@@ -54,7 +54,9 @@ class Cost:
     (``sweeps/harness/machine_speed.py``); ``cores``: the cores it ran on; ``work``: the flags
     that set the work (trials, env steps, ASHA's rungs, runners), as run; ``source``: the run;
     ``cpu``: the CPU model it ran on (run.json's ``machine.cpu_model``: the raw env rate scales
-    a run between machines of one CPU model, not between models)."""
+    a run between machines of one CPU model, not between models); ``env_steps``: the env steps
+    its trials ran, summed (the search's work as it came out: the same flags run more or fewer
+    env steps as ASHA's promotions go with the seed; 0: not counted)."""
 
     wall_s: float
     busy_s: float
@@ -63,6 +65,7 @@ class Cost:
     work: dict[str, Any]
     source: str
     cpu: str = ""
+    env_steps: float = 0.0
 
 
 @dataclass(frozen=True)
