@@ -14,6 +14,7 @@ import math
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -268,7 +269,13 @@ def test_a_checkpoint_restores_the_model_and_its_clocks(tmp_path, monkeypatch):
     assert policy.takes_env_io and policy.sampled([[0.0] * 1]) is None
     again = _trainable(tmp_path, monkeypatch, eval_interval=0)
     try:
-        again.load_checkpoint(str(folder))
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            again.load_checkpoint(str(folder))
+        assert not [w for w in said if "n_steps" in str(w.message)]
+        buffer, model = again.model.replay_buffer, again.model
+        assert (buffer.n_steps, buffer.gamma) == (model.n_steps, model.gamma)  # n-step kept
+        assert model.n_steps > 1  # (the cab recipe's 3: the restore is an n-step one)
         assert again.model.num_timesteps == steps
         second = again.train()
     finally:

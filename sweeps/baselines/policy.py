@@ -22,6 +22,18 @@ MODEL_FILE = "model.zip"
 BASELINE_FILE = "baseline.json"  # {"library": "stable-baselines3", "class": "DQN", ...}
 
 
+def load_model(model_cls: Any, path: Path, **kwargs: Any) -> Any:
+    """``model_cls.load(path, **kwargs)``, without SB3 2.9's false warning on an n-step DQN: its
+    save names its buffer class (NStepReplayBuffer, n_steps and gamma in the saved kwargs), and
+    load then says n_steps "is ignored", though the restored buffer has them
+    (tests/test_baselines.py)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"`n_steps=\d+` is ignored because")
+        return model_cls.load(path, **kwargs)
+
+
 class ObservedMask:
     """An env whose observation carries its action mask at ``[start, stop)``, with the
     ``action_masks()`` sb3-contrib's MaskablePPO asks its envs for (a gymnasium wrapper)."""
@@ -98,5 +110,5 @@ class BaselinePolicy:
         """The policy of a baseline's checkpoint folder, on the CPU."""
         checkpoint = Path(checkpoint)
         info = json.loads((checkpoint / BASELINE_FILE).read_text())
-        model = model_class(info["class"]).load(checkpoint / MODEL_FILE, device="cpu")
+        model = load_model(model_class(info["class"]), checkpoint / MODEL_FILE, device="cpu")
         return cls(model, info.get("action_mask"))

@@ -356,11 +356,11 @@ class BaselineTrainable(tune.Trainable):
         (folder / STATE_FILE).write_bytes(pickle.dumps(state))
 
     def load_checkpoint(self, checkpoint_dir: str) -> None:
-        from sweeps.baselines.policy import MODEL_FILE
+        from sweeps.baselines.policy import MODEL_FILE, load_model
 
         folder = Path(checkpoint_dir)
         self.learning.stop()
-        self.model = self.model_cls.load(folder / MODEL_FILE, env=self.vec_env, device="cpu")
+        self.model = load_model(self.model_cls, folder / MODEL_FILE, env=self.vec_env, device="cpu")
         if (folder / REPLAY_FILE).exists():
             self.model.load_replay_buffer(folder / REPLAY_FILE)
         remaining = max(self.built.n_timesteps - int(self.model.num_timesteps), 0)
