@@ -160,6 +160,24 @@ MAINJOB_WORK = {
     "final_episodes": 100,
 }
 
+# The default search as measured, one run a row: its wall-clock (s), busy CPU-seconds, raw env
+# rate at its start (steps/s), cores, the run, its CPU model and the env steps its trials ran
+# (sweeps/harness/sweep.py Cost; python -m sweeps.harness.budget runs/<sweep> prints a row).
+MAINJOB_COSTS = (
+    (374.0, 734.14, 1_172_650.0, 2, "mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
+     "Intel(R) Xeon(R) Processor", 505_863),
+    (696.0, 1367.28, 385_567.0, 2, "mainjob-s7, AMD EPYC, 2 cores: results/cabs/reuse/OVERHEAD.md",
+     "AMD EPYC", 418_863),
+    (2332.0, 2362.09, 411_056.0, 1,
+     "mainjob-s8-1core, AMD EPYC, 1 core (cut short, resumed): results/cabs", "AMD EPYC", 564_840),
+    (642.0, 1264.22, 480_432.0, 2, "mainjob-s9, AMD EPYC, 2 cores: results/cabs", "AMD EPYC",
+     503_739),
+    (1270.0, 1289.55, 487_097.0, 1, "mainjob-s10-1core, AMD EPYC, 1 core: results/cabs",
+     "AMD EPYC", 379_666),
+    (1412.0, 1422.75, 492_324.0, 1, "mainjob-s11-1core, AMD EPYC, 1 core: results/cabs",
+     "AMD EPYC", 561_851),
+)  # fmt: skip
+
 SWEEP = runner.Sweep(
     name="apex_cabs",
     algo="apex",
@@ -190,60 +208,7 @@ SWEEP = runner.Sweep(
     extra_metrics=keys.APEX_METRICS,
     # The default search's measured costs, which the plan's prediction scales to the machine at
     # hand (python -m sweeps.harness.budget runs/<sweep>; results/cabs/OVERHEAD.md).
-    costs={
-        "base": (
-            Cost(
-                wall_s=374.0,
-                busy_s=734.14,
-                raw_env_rate=1_172_650.0,
-                cores=2,
-                work=MAINJOB_WORK,
-                source="mainjob-s4, Intel Xeon, 2 cores: results/cabs/OVERHEAD.md",
-                cpu="Intel(R) Xeon(R) Processor",
-                env_steps=505_863,
-            ),
-            Cost(
-                wall_s=696.0,
-                busy_s=1367.28,
-                raw_env_rate=385_567.0,
-                cores=2,
-                work=MAINJOB_WORK,
-                source="mainjob-s7, AMD EPYC, 2 cores: results/cabs/reuse/OVERHEAD.md",
-                cpu="AMD EPYC",
-                env_steps=418_863,
-            ),
-            Cost(
-                wall_s=2332.0,
-                busy_s=2362.09,
-                raw_env_rate=411_056.0,
-                cores=1,
-                work=MAINJOB_WORK,
-                source="mainjob-s8-1core, AMD EPYC, 1 core (cut short, resumed): results/cabs",
-                cpu="AMD EPYC",
-                env_steps=564_840,
-            ),
-            Cost(
-                wall_s=642.0,
-                busy_s=1264.22,
-                raw_env_rate=480_432.0,
-                cores=2,
-                work=MAINJOB_WORK,
-                source="mainjob-s9, AMD EPYC, 2 cores: results/cabs",
-                cpu="AMD EPYC",
-                env_steps=503_739,
-            ),
-            Cost(
-                wall_s=1270.0,
-                busy_s=1289.55,
-                raw_env_rate=487_097.0,
-                cores=1,
-                work=MAINJOB_WORK,
-                source="mainjob-s10-1core, AMD EPYC, 1 core: results/cabs",
-                cpu="AMD EPYC",
-                env_steps=379_666,
-            ),
-        )
-    },
+    costs={"base": tuple(Cost(*row[:4], MAINJOB_WORK, *row[4:]) for row in MAINJOB_COSTS)},
 )
 
 

@@ -91,18 +91,10 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
-SWEEP = runner.Sweep(
-    name="apex_pong",
-    algo="apex",
-    workload=PONG,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults={**dqn_family.PONG_DEFAULTS, "stop_timesteps": 4_000_000},
-    smoke=dqn_family.PONG_SMOKE,
-    scaling=dqn_family.PONG_SCALING,
-    extra_metrics=keys.APEX_METRICS,
-)
+SWEEP = dqn_family.pong_sweep(
+    "apex_pong", "apex", make_config, sample_params, __doc__,
+    stop_timesteps=4_000_000, extra_metrics=keys.APEX_METRICS,
+)  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

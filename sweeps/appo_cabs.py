@@ -27,7 +27,6 @@ from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedAPPOTorchRLModule
 from sweeps.harness import runner
 from sweeps.harness.settings import Settings
-from sweeps.workloads.cabs import CABS
 
 # The V-trace family's tuned cab defaults (sweeps/vtrace_family.py) plus APPO's own: PPO's clip
 # and the target network's update period (in learner updates).
@@ -52,16 +51,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
-SWEEP = runner.Sweep(
-    name="appo_cabs",
-    algo="appo",
-    workload=CABS,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults=vtrace_family.CABS_DEFAULTS,
-    smoke=vtrace_family.CABS_SMOKE,
-)
+SWEEP = vtrace_family.cabs_sweep("appo_cabs", "appo", make_config, sample_params, __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

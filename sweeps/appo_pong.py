@@ -80,16 +80,8 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
-SWEEP = runner.Sweep(
-    name="appo_pong",
-    algo="appo",
-    workload=PONG,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults=DEFAULTS,
-    smoke=vtrace_family.PONG_SMOKE,
-    scaling=vtrace_family.PONG_SCALING,
+SWEEP = vtrace_family.pong_sweep(
+    "appo_pong", "appo", make_config, sample_params, __doc__, defaults=DEFAULTS
 )
 
 

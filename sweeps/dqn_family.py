@@ -13,7 +13,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from sweeps.algorithms.apex.config import CABS_HIDDENS
 from sweeps.harness.settings import Settings
-from sweeps.harness.sweep import Scaling
+from sweeps.harness.sweep import Scaling, Sweep
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
 
@@ -85,3 +85,23 @@ PONG_SCALING = Scaling(
     note="the replay ratio, the learner's batch and the exploration (DQN's schedule, Ape-X's "
     "ladder over every game of every runner) stay the recipe's"
 )
+
+
+def pong_sweep(
+    name: str, algo: str, make_config: Any, sample_params: Any, doc: str, **settings: Any
+) -> Sweep:
+    """A DQN-family sweep on Pong: the family's defaults (``settings`` on top: the sweep's own),
+    smoke and scaling recipe (their one home)."""
+    extra_metrics = settings.pop("extra_metrics", ())
+    return Sweep(
+        name=name,
+        algo=algo,
+        workload=pong.PONG,
+        make_config=make_config,
+        sample_params=sample_params,
+        description=doc.split("\n")[0],
+        defaults={**PONG_DEFAULTS, **settings},
+        smoke=PONG_SMOKE,
+        scaling=PONG_SCALING,
+        extra_metrics=extra_metrics,
+    )

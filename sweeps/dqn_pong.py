@@ -87,16 +87,8 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
-SWEEP = runner.Sweep(
-    name="dqn_pong",
-    algo="dqn",
-    workload=PONG,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults={**dqn_family.PONG_DEFAULTS, "stop_timesteps": 3_000_000},
-    smoke=dqn_family.PONG_SMOKE,
-    scaling=dqn_family.PONG_SCALING,
+SWEEP = dqn_family.pong_sweep(
+    "dqn_pong", "dqn", make_config, sample_params, __doc__, stop_timesteps=3_000_000
 )
 
 

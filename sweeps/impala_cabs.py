@@ -29,7 +29,6 @@ from sweeps import vtrace_family
 from sweeps.algorithms.masking import MaskedPPOTorchRLModule
 from sweeps.harness import runner
 from sweeps.harness.settings import Settings
-from sweeps.workloads.cabs import CABS
 
 
 def make_config(args: Settings) -> IMPALAConfig:
@@ -42,16 +41,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
     return vtrace_family.sample_cabs(trial)
 
 
-SWEEP = runner.Sweep(
-    name="impala_cabs",
-    algo="impala",
-    workload=CABS,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults=vtrace_family.CABS_DEFAULTS,
-    smoke=vtrace_family.CABS_SMOKE,
-)
+SWEEP = vtrace_family.cabs_sweep("impala_cabs", "impala", make_config, sample_params, __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

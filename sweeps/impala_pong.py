@@ -79,17 +79,7 @@ def sample_params(trial: Any) -> dict[str, Any]:
     )
 
 
-SWEEP = runner.Sweep(
-    name="impala_pong",
-    algo="impala",
-    workload=PONG,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
-    defaults=vtrace_family.PONG_DEFAULTS,
-    smoke=vtrace_family.PONG_SMOKE,
-    scaling=vtrace_family.PONG_SCALING,
-)
+SWEEP = vtrace_family.pong_sweep("impala_pong", "impala", make_config, sample_params, __doc__)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -16,7 +16,7 @@ from ray.rllib.algorithms.algorithm_config import AlgorithmConfig
 
 from sweeps.algorithms.appo_loss import CHUNKS_KEY
 from sweeps.harness.settings import Settings
-from sweeps.harness.sweep import Scaling
+from sweeps.harness.sweep import Scaling, Sweep
 from sweeps.workloads import pong
 from sweeps.workloads.cabs import CABS
 
@@ -195,3 +195,39 @@ def _sample_entropy_floor(trial: Any) -> dict[str, Any]:
         "entropy_target": [[start_return, start], [release, end]],
         "entropy_target_by": "return",
     }
+
+
+def cabs_sweep(name: str, algo: str, make_config: Any, sample_params: Any, doc: str) -> Sweep:
+    """A V-trace sweep on the cab env, with the family's defaults and smoke (their one home)."""
+    return Sweep(
+        name=name,
+        algo=algo,
+        workload=CABS,
+        make_config=make_config,
+        sample_params=sample_params,
+        description=doc.split("\n")[0],
+        defaults=CABS_DEFAULTS,
+        smoke=CABS_SMOKE,
+    )
+
+
+def pong_sweep(
+    name: str,
+    algo: str,
+    make_config: Any,
+    sample_params: Any,
+    doc: str,
+    defaults: Mapping[str, Any] = PONG_DEFAULTS,
+) -> Sweep:
+    """A V-trace sweep on Pong, with the family's smoke and scaling recipe (their one home)."""
+    return Sweep(
+        name=name,
+        algo=algo,
+        workload=pong.PONG,
+        make_config=make_config,
+        sample_params=sample_params,
+        description=doc.split("\n")[0],
+        defaults=dict(defaults),
+        smoke=PONG_SMOKE,
+        scaling=PONG_SCALING,
+    )
