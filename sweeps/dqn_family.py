@@ -92,16 +92,7 @@ def pong_sweep(
 ) -> Sweep:
     """A DQN-family sweep on Pong: the family's defaults (``settings`` on top: the sweep's own),
     smoke and scaling recipe (their one home)."""
-    extra_metrics = settings.pop("extra_metrics", ())
-    return Sweep(
-        name=name,
-        algo=algo,
-        workload=pong.PONG,
-        make_config=make_config,
-        sample_params=sample_params,
-        description=doc.split("\n")[0],
-        defaults={**PONG_DEFAULTS, **settings},
-        smoke=PONG_SMOKE,
-        scaling=PONG_SCALING,
-        extra_metrics=extra_metrics,
-    )
+    fields = {"smoke": PONG_SMOKE, "scaling": PONG_SCALING}
+    fields["extra_metrics"] = settings.pop("extra_metrics", ())
+    fields["defaults"] = {**PONG_DEFAULTS, **settings}
+    return Sweep.of_file(name, algo, pong.PONG, make_config, sample_params, doc, **fields)

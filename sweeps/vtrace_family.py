@@ -199,16 +199,8 @@ def _sample_entropy_floor(trial: Any) -> dict[str, Any]:
 
 def cabs_sweep(name: str, algo: str, make_config: Any, sample_params: Any, doc: str) -> Sweep:
     """A V-trace sweep on the cab env, with the family's defaults and smoke (their one home)."""
-    return Sweep(
-        name=name,
-        algo=algo,
-        workload=CABS,
-        make_config=make_config,
-        sample_params=sample_params,
-        description=doc.split("\n")[0],
-        defaults=CABS_DEFAULTS,
-        smoke=CABS_SMOKE,
-    )
+    fields = {"defaults": CABS_DEFAULTS, "smoke": CABS_SMOKE}
+    return Sweep.of_file(name, algo, CABS, make_config, sample_params, doc, **fields)
 
 
 def pong_sweep(
@@ -220,14 +212,5 @@ def pong_sweep(
     defaults: Mapping[str, Any] = PONG_DEFAULTS,
 ) -> Sweep:
     """A V-trace sweep on Pong, with the family's smoke and scaling recipe (their one home)."""
-    return Sweep(
-        name=name,
-        algo=algo,
-        workload=pong.PONG,
-        make_config=make_config,
-        sample_params=sample_params,
-        description=doc.split("\n")[0],
-        defaults=dict(defaults),
-        smoke=PONG_SMOKE,
-        scaling=PONG_SCALING,
-    )
+    fields = {"defaults": dict(defaults), "smoke": PONG_SMOKE, "scaling": PONG_SCALING}
+    return Sweep.of_file(name, algo, pong.PONG, make_config, sample_params, doc, **fields)

@@ -98,6 +98,29 @@ class Sweep:
     # --benchmark-seeds N), or "" where it searches ``sample_params``.
     no_search: str = ""
 
+    @classmethod
+    def of_file(
+        cls,
+        name: str,
+        algo: str,
+        workload: Workload,
+        make_config: ConfigFn,
+        sample_params: SampleFn,
+        doc: str,
+        **fields: Any,
+    ) -> Sweep:
+        """A sweep file's ``Sweep`` as its family builds it: the first line of the file's
+        docstring (``doc``) as its description, ``fields`` as given."""
+        return cls(
+            name=name,
+            algo=algo,
+            workload=workload,
+            make_config=make_config,
+            sample_params=sample_params,
+            description=doc.split("\n")[0],
+            **fields,
+        )
+
     def __post_init__(self) -> None:
         named = [
             *self.defaults,
