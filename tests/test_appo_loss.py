@@ -135,6 +135,8 @@ def _loss(learner, config, batch, fn, lambda_=None, **learner_config):
     loss = fn(module_id=DEFAULT_MODULE_ID, config=config, batch=batch, fwd_out=fwd_out)
     logs = POLICY_LOSS_KEY if isinstance(config, APPOConfig) else "mean_pi_loss"  # IMPALA's
     logged = learner.metrics.peek((DEFAULT_MODULE_ID, logs))
+    # (RLlib logs the policy loss as a tensor still in the graph: read its value, detached.)
+    logged = logged.detach() if hasattr(logged, "detach") else logged
     return float(loss.detach()), float(logged)
 
 
