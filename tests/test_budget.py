@@ -439,6 +439,8 @@ def test_a_cost_is_read_from_a_finished_records_wall_clock_less_its_pauses(tmp_p
         (folder / trial).mkdir(parents=True)
         lines = [json.dumps({"suite": {"env_steps": n}}) for n in rows]
         (folder / trial / "result.json").write_text("".join(f"{line}\n" for line in lines))
+    with (folder / "A_1" / "result.json").open("a") as f:
+        f.write('{"suite": {"env_st')  # a torn last line: the row before it counts
     cost = budget.cost_from_record(RunRecord.read(record), str(folder))
     assert cost.wall_s == 3000.0  # an hour less the 10-minute pause
     assert (cost.busy_s, cost.cores, cost.cpu) == (900.0, 1, "AMD EPYC")

@@ -298,16 +298,23 @@ def predict(
 
 
 def search_env_steps(folder: str | Path) -> float:
-    """The env steps a sweep's trials ran, summed: each trial folder's last result."""
+    """The env steps a sweep's trials ran, summed: each trial folder's last whole result row (a
+    driver killed mid-write leaves a torn last line, passed over)."""
     import json
+
+    from ray.air.constants import EXPR_RESULT_FILE
 
     from sweeps.harness import keys
 
     total = 0.0
-    for result in Path(folder).glob("*/result.json"):
-        lines = result.read_text().splitlines()
-        if lines:
-            total += float(keys.get(json.loads(lines[-1]), keys.ENV_STEPS, 0) or 0)
+    for result in Path(folder).glob(f"*/{EXPR_RESULT_FILE}"):
+        for line in reversed(result.read_text(errors="replace").splitlines()):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            total += float(keys.get(row, keys.ENV_STEPS, 0) or 0)
+            break
     return total
 
 
