@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 from analysis.fmt import markdown_table
 from sweeps.harness import keys
 from sweeps.harness.errors import UsageError
-from sweeps.harness.files import atomic_write_text, check_writable
+from sweeps.harness.files import atomic_write_text, check_writable, json_lines
 from sweeps.harness.record import RECORD_FILE, RunRecord
 
 OVERHEAD_MD = "OVERHEAD.md"
@@ -80,15 +79,11 @@ def _rows(trial: Path) -> list[dict[str, Any]]:
     skipped."""
     rows: dict[int, dict[str, Any]] = {}
     try:
-        lines = (trial / "result.json").read_text(errors="replace").splitlines()
+        text = (trial / "result.json").read_text(errors="replace")
     except OSError:
         return []
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(row, dict) and "training_iteration" in row and "timestamp" in row:
+    for row in json_lines(text)[0]:
+        if "training_iteration" in row and "timestamp" in row:
             rows[int(row["training_iteration"])] = row
     return [rows[i] for i in sorted(rows)]
 
@@ -201,21 +196,16 @@ def render(sweeps: list[Breakdown], command: str, generated_on: str) -> str:
         "",
         *[f"- {b.name}: `{b.record.command}`" for b in sweeps],
     ]
-    if any(b.pause_unknown for b in sweeps):
-        names = ", ".join(b.name for b in sweeps if b.pause_unknown)
-        lines += [
-            "",
-            f"Resumed before its record kept where each run ended: {names}; its wall-clock "
-            "includes the pause between its runs.",
-        ]
-    if any(b.overlapping for b in sweeps):
-        names = ", ".join(b.name for b in sweeps if b.overlapping)
-        lines += [
-            "",
-            f"Trials ran at once in {names}: the iteration and within-trial pieces are summed "
-            "over the trials, so there they add up to more than the wall-clock, and the gaps "
-            "between trials are the times when none iterated.",
-        ]
+    caveats = {
+        "pause_unknown": "Resumed before its record kept where each run ended: {}; its "
+        "wall-clock includes the pause between its runs.",
+        "overlapping": "Trials ran at once in {}: the iteration and within-trial pieces are "
+        "summed over the trials, so there they add up to more than the wall-clock, and the gaps "
+        "between trials are the times when none iterated.",
+    }
+    for flag, text in caveats.items():
+        if names := ", ".join(b.name for b in sweeps if getattr(b, flag)):
+            lines += ["", text.format(names)]
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.harness.files import EVALUATION_FILE
+from sweeps.harness.files import EVALUATION_FILE, json_lines
 from sweeps.harness.record import RECORD_FILE, Machine, RunRecord
 from sweeps.harness.values import dotted, number
 
@@ -313,21 +313,9 @@ def _load(machine: Machine) -> str:
 def _read_results(path: Path) -> tuple[list[dict[str, Any]], int, int]:
     """Valid result lines (dicts with a training_iteration), one per iteration (the last
     report of each), the number of corrupt lines and of reports dropped as re-reported."""
-    results: list[dict[str, Any]] = []
-    corrupt = 0
-    with path.open(encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                result = json.loads(line)
-            except json.JSONDecodeError:
-                corrupt += 1
-                continue
-            if not isinstance(result, dict) or math.isnan(number(result.get("training_iteration"))):
-                corrupt += 1
-                continue
-            results.append(result)
+    rows, corrupt = json_lines(path.read_text(encoding="utf-8", errors="replace"))
+    results = [r for r in rows if not math.isnan(number(r.get("training_iteration")))]
+    corrupt += len(rows) - len(results)
     # A trial restored from a checkpoint reports the iterations after it again: keep the last
     # report of each, so that no (trial, iteration) row is counted twice.
     by_iteration = {int(number(r["training_iteration"])): r for r in results}

@@ -178,13 +178,13 @@ MAINJOB_COSTS = (
      "AMD EPYC", 561_851),
 )  # fmt: skip
 
-SWEEP = runner.Sweep(
-    name="apex_cabs",
-    algo="apex",
-    workload=CABS,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
+SWEEP = runner.Sweep.of_file(
+    "apex_cabs",
+    "apex",
+    CABS,
+    make_config,
+    sample_params,
+    __doc__,
     defaults={
         "num_samples": 24,
         "stop_timesteps": BUDGET["base"],

@@ -76,13 +76,13 @@ def sample_params(trial: Any) -> dict[str, Any]:
     }
 
 
-SWEEP = runner.Sweep(
-    name="dqn_cabs",
-    algo="dqn",
-    workload=CABS,
-    make_config=make_config,
-    sample_params=sample_params,
-    description=__doc__.split("\n")[0],
+SWEEP = runner.Sweep.of_file(
+    "dqn_cabs",
+    "dqn",
+    CABS,
+    make_config,
+    sample_params,
+    __doc__,
     defaults={
         "num_samples": 8,
         "stop_timesteps": 20_000,

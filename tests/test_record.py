@@ -166,6 +166,28 @@ def test_an_unreadable_record_is_one_value_error_naming_the_file(tmp_path, text,
     assert str(error.value).startswith(str(path)) and "\n" not in str(error.value)
 
 
+def test_a_folder_s_record_is_none_where_it_says_nothing_of_the_run(tmp_path):
+    """``RunRecord.of_folder``: the record; None for no folder, no file, a file, or a record
+    without the run's arguments; a ValueError naming the file for one that is not a record."""
+    assert RunRecord.of_folder(_write(tmp_path / "run", V1_RECORD).parent).args["num_samples"] == 2
+    assert RunRecord.of_folder(tmp_path / "none") is None
+    (tmp_path / "file").write_text("x")
+    assert RunRecord.of_folder(tmp_path / "file") is None
+    assert RunRecord.of_folder(_write(tmp_path / "no-args", {"sweep": "dqn_cabs"}).parent) is None
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / RECORD_FILE).write_text('{"sweep": ')
+    with pytest.raises(ValueError, match="torn"):
+        RunRecord.of_folder(tmp_path / "torn")
+
+
+def test_json_lines_passes_over_a_torn_last_line_and_counts_it():
+    from sweeps.harness.files import json_lines
+
+    text = '{"a": 1}\n\n[1]\n{"a": 2}\n{"a": '
+    assert json_lines(text) == ([{"a": 1}, {"a": 2}], 2)
+    assert json_lines("") == ([], 0)
+
+
 def test_collect_reads_the_record_and_skips_one_of_the_wrong_type(tmp_path):
     from analysis.run_folder import read_experiment
 

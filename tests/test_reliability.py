@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from sweeps.harness import keys
+from sweeps.harness.files import json_lines
 
 REPO = Path(__file__).resolve().parents[1]
 STOP = 2000  # env steps per trial in the training tests (DQN cabs: 2 iterations of 1,024)
@@ -60,17 +61,10 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 
 def _rows(trial: Path) -> list[dict]:
     """A trial's result rows; a half-written last line (a killed driver) is ignored."""
-    rows = []
     try:
-        lines = (trial / "result.json").read_text().splitlines()
+        return json_lines((trial / "result.json").read_text())[0]
     except OSError:
-        return rows
-    for line in lines:
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            pass
-    return rows
+        return []
 
 
 def _trials(experiment: Path) -> list[Path]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.faultlab.common import COUNTER_KEY, TARGET
+from sweeps.harness import files
 from sweeps.harness.record import RECORD_FILE, RunRecord
 
 if TYPE_CHECKING:
@@ -17,21 +18,10 @@ if TYPE_CHECKING:
 
 
 def json_lines(path: Path) -> tuple[list[dict[str, Any]], int]:
-    rows, corrupt = [], 0
     try:
-        lines = path.read_text(errors="replace").splitlines()
+        return files.json_lines(path.read_text(errors="replace"))
     except OSError:
-        return rows, corrupt
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            corrupt += 1
-            continue
-        rows.append(row) if isinstance(row, dict) else None
-    return rows, corrupt
+        return [], 0
 
 
 def _iteration_faults(iterations: list[int]) -> tuple[int, int]:

@@ -198,20 +198,12 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform, whole_chunk
     fragment, RLlib's layout, or :func:`vtrace_flat` over the flat minibatch where
     ``whole_chunks``) and its advantages passed through ``transform(advantages, loss mask)``."""
     import torch
-    from ray.rllib.algorithms.appo.appo import (
-        LEARNER_RESULTS_CURR_KL_COEFF_KEY,
-        LEARNER_RESULTS_KL_KEY,
-        LEARNER_RESULTS_MEAN_IS_KEY,
-        LEARNER_RESULTS_VAR_IS_KEY,
-    )
     from ray.rllib.algorithms.impala.torch.vtrace_torch_v2 import make_time_major
     from ray.rllib.core.columns import Columns
-    from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
     from ray.rllib.core.rl_module.apis import TARGET_NETWORK_ACTION_DIST_INPUTS
 
     module = learner.module[module_id].unwrapped()
-    frag = config.get_rollout_fragment_length()
-    seq_lens = batch.get("seq_lens")
+    frag, seq_lens = config.get_rollout_fragment_length(), batch.get("seq_lens")
 
     def time_major(x):
         if whole_chunks:  # every term below is per step: the flat layout serves as well
@@ -277,17 +269,35 @@ def appo_loss(learner, module_id, config, batch, fwd_out, transform, whole_chunk
         + mean_entropy_loss * entropy_coeff
         + mean_kl_loss * learner.curr_kl_coeffs_per_module[module_id]
     )
-    learner.metrics.log_dict(
-        {
-            POLICY_LOSS_KEY: mean_pi_loss,
-            VF_LOSS_KEY: mean_vf_loss,
-            ENTROPY_KEY: -mean_entropy_loss,
-            LEARNER_RESULTS_KL_KEY: mean_kl_loss,
-            LEARNER_RESULTS_CURR_KL_COEFF_KEY: learner.curr_kl_coeffs_per_module[module_id],
-            LEARNER_RESULTS_MEAN_IS_KEY: mean_is_ratio,
-            LEARNER_RESULTS_VAR_IS_KEY: var_is_ratio,
-        },
-        key=module_id,
-        window=1,
-    )
+    _log(learner, module_id, mean_pi_loss, mean_vf_loss, -mean_entropy_loss, mean_kl_loss)
+    _log_is_ratio(learner, module_id, mean_is_ratio, var_is_ratio)
     return total_loss
+
+
+def _log(learner, module_id, policy_loss, vf_loss, entropy, kl) -> None:
+    """The loss terms, into the learner's metrics under RLlib 2.60's APPO keys."""
+    from ray.rllib.algorithms.appo.appo import (
+        LEARNER_RESULTS_CURR_KL_COEFF_KEY,
+        LEARNER_RESULTS_KL_KEY,
+    )
+    from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+
+    terms = {
+        POLICY_LOSS_KEY: policy_loss,
+        VF_LOSS_KEY: vf_loss,
+        ENTROPY_KEY: entropy,
+        LEARNER_RESULTS_KL_KEY: kl,
+        LEARNER_RESULTS_CURR_KL_COEFF_KEY: learner.curr_kl_coeffs_per_module[module_id],
+    }
+    learner.metrics.log_dict(terms, key=module_id, window=1)
+
+
+def _log_is_ratio(learner, module_id, mean, var) -> None:
+    """The importance ratio's mean and variance, under RLlib 2.60's APPO keys."""
+    from ray.rllib.algorithms.appo.appo import (
+        LEARNER_RESULTS_MEAN_IS_KEY,
+        LEARNER_RESULTS_VAR_IS_KEY,
+    )
+
+    stats = {LEARNER_RESULTS_MEAN_IS_KEY: mean, LEARNER_RESULTS_VAR_IS_KEY: var}
+    learner.metrics.log_dict(stats, key=module_id, window=1)

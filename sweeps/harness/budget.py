@@ -300,21 +300,16 @@ def predict(
 def search_env_steps(folder: str | Path) -> float:
     """The env steps a sweep's trials ran, summed: each trial folder's last whole result row (a
     driver killed mid-write leaves a torn last line, passed over)."""
-    import json
-
     from ray.air.constants import EXPR_RESULT_FILE
 
     from sweeps.harness import keys
+    from sweeps.harness.files import json_lines
 
     total = 0.0
     for result in Path(folder).glob(f"*/{EXPR_RESULT_FILE}"):
-        for line in reversed(result.read_text(errors="replace").splitlines()):
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            total += float(keys.get(row, keys.ENV_STEPS, 0) or 0)
-            break
+        rows, _ = json_lines(result.read_text(errors="replace"))
+        if rows:
+            total += float(keys.get(rows[-1], keys.ENV_STEPS, 0) or 0)
     return total
 
 

@@ -74,12 +74,10 @@ def source_points(sweep: Sweep, args: Settings) -> list[dict[str, Any]]:
     source = Path(args.configs_from).expanduser()
     where = f"--configs-from {args.configs_from}"
     try:
-        record = RunRecord.read(source / RECORD_FILE) if source.is_dir() else None
-    except OSError:
-        record = None
+        record = RunRecord.of_folder(source)
     except ValueError as e:
         raise UsageError(f"{where}: {e}") from None
-    if record is None or record.args is None:
+    if record is None:
         raise UsageError(f"{where}: not a sweep folder (no readable {RECORD_FILE})")
     if record.sweep != sweep.name or record.kind != "sweep":
         raise UsageError(f"{where}: a {record.kind} of {record.sweep!r}, not a sweep")

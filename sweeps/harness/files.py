@@ -1,8 +1,10 @@
 """Files the suite writes: atomically, after checking they can be written; the name and seed of
-a trial's held-out evaluation. Standard library only."""
+a trial's held-out evaluation; the JSON-lines files it and Tune append to, read back. Standard
+library only."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -15,6 +17,27 @@ EVALUATION_FILE = "final_evaluation.json"
 # Its episodes are seeded from here on (training and the periodic evaluation use small seeds),
 # the same for every trial: the held-out episodes.
 HELD_OUT_SEED = 1_000_000
+
+
+def json_lines(text: str) -> tuple[list[dict], int]:
+    """The JSON objects of a JSON-lines file's ``text`` (Tune's ``result.json``, the suite's
+    ``failures.jsonl``), one a line in order, and how many non-blank lines were not one: a writer
+    killed mid-line leaves a torn last line, passed over and counted, never an error."""
+    rows: list[dict] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
 
 
 def atomic_write_text(path: Path, text: str) -> None:

@@ -125,6 +125,17 @@ class RunRecord:
             record.schema_version = 1
         return record
 
+    @classmethod
+    def of_folder(cls, folder: str | os.PathLike[str]) -> RunRecord | None:
+        """The record of the run in local ``folder``: None where the folder holds none that says
+        how the run went (no readable ``run.json``, or one without its arguments); a ValueError
+        naming the file where ``run.json`` is not a run record."""
+        try:
+            record = cls.read(Path(folder) / RECORD_FILE)
+        except OSError:  # no such file, or ``folder`` is not a folder
+            return None
+        return None if record.args is None else record
+
     def to_json(self) -> dict[str, Any]:
         """The JSON object ``run.json`` holds: the same key names as every earlier record, and
         ``schema_version``."""

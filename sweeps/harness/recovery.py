@@ -27,6 +27,7 @@ from ray.tune.result import EPISODES_TOTAL, TIME_TOTAL_S, TIMESTEPS_TOTAL, TRAIN
 
 from sweeps.harness import storage
 from sweeps.harness.errors import error_line
+from sweeps.harness.files import json_lines
 from sweeps.harness.record import RunRecord, git_commit, git_dirty
 from sweeps.harness.settings import Settings
 from sweeps.seams import checkpointing
@@ -135,17 +136,11 @@ def _last_error_line(error_file: str | None) -> str:
 def read_failures(experiment: str) -> list[dict[str, Any]]:
     """The failures a sweep (a local folder or a storage URI) has logged so far (unreadable
     lines are skipped)."""
-    out = []
     try:
-        lines = storage.read_text(storage.join(experiment, FAILURES_FILE)).splitlines()
+        text = storage.read_text(storage.join(experiment, FAILURES_FILE))
     except OSError:
-        return out
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return out
+        return []
+    return json_lines(text)[0]
 
 
 def resumed_record(
