@@ -26,6 +26,7 @@ import pandas as pd
 
 from analysis import (
     asha,
+    family,
     hparams,
     plots,
     reproducibility,
@@ -227,6 +228,7 @@ def render_report(
     references: pd.DataFrame | None = None,
     reference_note: str | None = None,
     generated_on: str | None = None,
+    held_out: Sequence[str] = (),
 ) -> str:
     """The Markdown text of the report; writes its PNGs into ``out_dir`` (and removes plots of
     an earlier report there that this one no longer draws)."""
@@ -235,6 +237,9 @@ def render_report(
     draw = _Plots(out_dir, runs, references)
     loads = workloads(runs)
     lines = _front_matter(runs, command, generated_on, reference_note)
+    lines += family.family_section(
+        loads, lambda w: workload_references(w, references, draw.measured), held_out
+    )
     lines += ["## Summary", ""]
     for w in loads:
         computed = w.kind.computes_references()
@@ -242,7 +247,8 @@ def render_report(
         lines += summary.summary_section(w, draw.summary(w), refs, draw.kaplan_meier(w))
     for w in loads:
         lines += _detail(w, draw, workload_references(w, references, draw.measured))
-    lines += reproducibility.reproducibility_section(runs, skipped, deduped, repaired)
+    replaced = tables.superseded(runs, tables.select_configurations(runs))
+    lines += reproducibility.reproducibility_section(runs, skipped, deduped, repaired, replaced)
     lines += [
         "## Appendix: secondary metrics",
         "",
@@ -350,6 +356,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the cab reference rows (random / heuristic policy, exact optimum)",
     )
+    parser.add_argument(
+        "--held-out",
+        nargs="+",
+        default=[],
+        metavar="ENV",
+        help="envs never tuned on (the env family's, sweeps/env_family.py): the table across "
+        "the envs shows them apart",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -364,7 +378,10 @@ def run(args: argparse.Namespace) -> int:
     write_runs_csv(collection.runs, csv_path)
     runs = read_runs_csv(csv_path)  # the report reads only the table, exactly as written
     references, note = (None, None) if args.no_references else reference_returns(runs)
-    command = shlex.join(["python", "-m", "analysis", "report", *args.inputs, "--out", args.out])
+    held_out = ["--held-out", *args.held_out] if args.held_out else []
+    command = shlex.join(
+        ["python", "-m", "analysis", "report", *args.inputs, *held_out, "--out", args.out]
+    )
     text = render_report(
         runs,
         out,
@@ -374,6 +391,7 @@ def run(args: argparse.Namespace) -> int:
         repaired=collection.repaired,
         references=references,
         reference_note=note,
+        held_out=args.held_out,
     )
     report = out / REPORT_FILE
     atomic_write_text(report, text)

@@ -25,14 +25,26 @@ def reproducibility_section(
     skipped: Sequence[str],
     deduped: Sequence[str] = (),
     repaired: Sequence[str] = (),
+    superseded: Sequence[str] = (),
 ) -> list[str]:
     """The runs behind the report and how to run each again; ``skipped``, ``deduped`` and
-    ``repaired``: what collecting them left out, counted once or repaired."""
+    ``repaired``: what collecting them left out, counted once or repaired; ``superseded``: runs
+    a later run of the same seed replaced."""
     exps = runs.drop_duplicates("experiment").sort_values(["env", "variant", "kind", "experiment"])
     lines = ["## Reproducibility", "", "### Runs", "", _runs_table(runs, exps), "", RUNS_NOTE, ""]
     lines += _commands(exps)
     lines += _environments(exps)
     lines += _collection_notes(skipped, deduped, repaired)
+    if superseded:
+        lines += [
+            "### Runs replaced by a later run of the same seed",
+            "",
+            "A seed a configuration ran more than once counts once, by its latest run; these "
+            "earlier runs are listed above and not counted:",
+            "",
+            *(f"- {name}" for name in superseded),
+            "",
+        ]
     return lines
 
 

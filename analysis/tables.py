@@ -200,12 +200,36 @@ def select_configurations(runs: pd.DataFrame) -> pd.DataFrame:
     chosen = chosen.assign(
         config=[f"{c}{s}" for c, s in zip(chosen["config"], suffixes, strict=True)]
     )
+    chosen = _latest_run_of_each_seed(chosen, runs)
     selected = runs.merge(chosen[TRIAL_KEY + ["config"]], on=TRIAL_KEY, how="inner")
     return selected.sort_values(
         ["env", "variant", "algo", "kind", "num_env_runners", "config", "experiment", "trial_id"]
         + ["training_iteration"],
         kind="stable",
     ).reset_index(drop=True)
+
+
+def _latest_run_of_each_seed(chosen: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """A seed that a benchmark configuration ran more than once counts once: its latest run
+    (a run of record made again, e.g. with a longer budget, replaces the earlier one;
+    :func:`superseded` names the earlier ones)."""
+    if "started_at" not in runs or "seed" not in chosen:
+        return chosen
+    started = runs.groupby(TRIAL_KEY, sort=False)["started_at"].first().rename("_started")
+    chosen = chosen.merge(started.reset_index(), on=TRIAL_KEY, how="left")
+    seeded = (chosen["kind"] != "sweep") & chosen["seed"].notna()
+    latest = chosen[seeded].sort_values("_started", kind="stable", na_position="first")
+    latest = latest.drop_duplicates(["env", "variant", "config", "seed"], keep="last")
+    return pd.concat([latest, chosen[~seeded]]).drop(columns="_started")
+
+
+def superseded(runs: pd.DataFrame, selected: pd.DataFrame) -> list[str]:
+    """The benchmark runs (experiments) of ``runs`` left out of ``selected`` because a later run
+    of the same seed replaced them (:func:`select_configurations`)."""
+    if runs.empty or "kind" not in runs:
+        return []
+    bench = runs[runs["kind"] != "sweep"]
+    return sorted(set(bench["experiment"]) - set(selected["experiment"]))
 
 
 def configurations(selected: pd.DataFrame) -> pd.DataFrame:

@@ -83,6 +83,29 @@ def _register_ale() -> None:
     gym.register_envs(ale_py)
 
 
+def _register_namespace(name: str) -> None:
+    """The ids of ``name``'s namespace (``ALE/Pong-v5``, ``MinAtar/Breakout-v1``) registered by
+    their package, in this process: ale-py on import; any other through the ``gymnasium.envs``
+    entry point its package declares under the namespace's name (MinAtar's
+    ``minatar.gym:register_envs``), which gymnasium >= 1.0 no longer loads itself. Nothing
+    where the id is registered already or the package is not installed."""
+    namespace, slash, _ = name.partition("/")
+    if not slash or name in gym.registry:
+        return
+    if name.startswith(ALE_PREFIX):
+        _register_ale()
+        return
+    if any(i.startswith(namespace + slash) for i in gym.registry):
+        return  # registered already (a misspelt id: its own error, not a second registration)
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group="gymnasium.envs", name=namespace):
+        try:
+            entry.load()()
+        except Exception:  # a plugin that fails to load: the id stays unknown, and says so
+            return
+
+
 def _entry_point(name: str) -> Callable[..., Any]:
     module_name, _, attr = name.partition(":")
     if not module_name or not attr:
@@ -142,6 +165,7 @@ def make(name: str, env_config: Mapping[str, Any] | None = None) -> Any:
 
         _register_ale()
         return make_atari(gym.spec(name).kwargs["game"], config)
+    _register_namespace(name)  # (in an env runner's process too)
     return gym.make(name, **config)
 
 
@@ -152,8 +176,7 @@ def _resolve(name: str, config_json: str) -> GymEnv:
     if kind == "entry_point":
         _entry_point(name)  # import errors first, each its own line
     else:
-        if kind == "atari":
-            _register_ale()
+        _register_namespace(name)
         if name not in gym.registry:
             raise ValueError(f"--env {name}: no such Gymnasium env{_suggest(name)}")
     spec = gym.spec(name) if kind != "entry_point" else None

@@ -31,7 +31,7 @@ def sweeps() -> dict[str, str]:
 
 
 # The commands a user types besides the sweeps (python -m sweeps.<name>).
-COMMANDS = ("benchmark", "throughput", "profiling", "evaluate")
+COMMANDS = ("benchmark", "env_family", "throughput", "profiling", "evaluate")
 
 
 def commands() -> dict[str, str]:

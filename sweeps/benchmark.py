@@ -79,6 +79,7 @@ from sweeps.harness.cli import (
     count,
     flag_values,
     positive_float,
+    setting,
 )
 from sweeps.harness.errors import OneLineErrorParser, UsageError
 from sweeps.harness.files import check_writable
@@ -243,6 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=count(0), default=0, help="first seed (default: %(default)s)")
     p.add_argument(
+        "--set",
+        action="append",
+        type=_setting_text,
+        metavar="KEY=VALUE",
+        help="override a tuned default in every algorithm's sweep, as the sweeps' --set does "
+        "(their settings differ: one algorithm at a time); repeatable",
+    )
+    p.add_argument(
         "--final-episodes",
         type=count(0),
         default=None,
@@ -288,6 +297,7 @@ class BenchmarkSettings:
     seed: int
     final_episodes: int | None
     dry_run: bool
+    set: list[str] | None = None  # --set KEY=VALUE texts, passed to each sweep as given
     # --- derived by the parser
     workload: Workload | None = None
     folder: Path | None = None
@@ -339,6 +349,12 @@ def _check_env(args: BenchmarkSettings) -> None:
         args.workload.add_benchmark_arguments(args, args.algos)
     except ValueError as e:
         raise UsageError(str(e)) from None
+
+
+def _setting_text(text: str) -> str:
+    """A ``--set KEY=VALUE`` checked as the sweeps read it (``cli.setting``), kept as given."""
+    setting(text)
+    return text
 
 
 def _stop_reward(args: BenchmarkSettings) -> float | None:
@@ -401,6 +417,8 @@ def plan(args: BenchmarkSettings) -> list[Run]:
                 flags += ["--num-cpus", str(args.num_cpus)]
             if args.confirm_episodes is not None:
                 flags += ["--confirm-episodes", str(args.confirm_episodes)]
+            for text in args.set or []:
+                flags += ["--set", text]
             flags += ["--storage-path", str(args.folder), "--name", name]
             module = args.workload.sweep_module(algo)
             sweep = args.workload.sweep_name(algo)
@@ -417,12 +435,10 @@ def check_reuse(run: Run) -> Run:
     if not run.folder.exists():
         return run
     try:
-        record = RunRecord.read(run.folder / RECORD_FILE)
-    except OSError:
-        record = None
+        record = RunRecord.of_folder(run.folder)
     except ValueError as e:
         raise UsageError(f"{run.folder} holds no readable run record: {e}") from None
-    if record is None or record.args is None:
+    if record is None:
         raise UsageError(f"{run.folder} exists but holds no readable run record ({RECORD_FILE})")
     if record.sweep != run.sweep:
         raise UsageError(f"{run.folder} holds a run of {record.sweep}, not {run.sweep}")

@@ -486,10 +486,9 @@ def test_benchmarks_of_different_recipes_are_different_configurations(tmp_path):
     recorded hyperparameters agree; a recipe that changed is its own configuration, labelled by
     the values that differ, or by its first experiment where those would make a long label."""
     curve = dict(returns=RISING, greedy=RISING)
-    for name, lr in (("dqn_s0", 1e-3), ("dqn_s1", 1e-3), ("dqn_new", 1e-4)):
-        write_experiment(
-            tmp_path / "short", name, [dict(hp={"lr": lr}, **curve)], hyperparameters=["lr"]
-        )
+    for name, lr, seed in (("dqn_s0", 1e-3, 0), ("dqn_s1", 1e-3, 1), ("dqn_new", 1e-4, 0)):
+        trial = dict(hp={"lr": lr}, seed=seed, **curve)
+        write_experiment(tmp_path / "short", name, [trial], hyperparameters=["lr"])
     runs = collect.gather([str(tmp_path / "short")]).runs
     trials = tables.select_configurations(runs).drop_duplicates(tables.TRIAL_KEY)
     assert trials.groupby("config").size().to_dict() == {
@@ -497,12 +496,12 @@ def test_benchmarks_of_different_recipes_are_different_configurations(tmp_path):
         "dqn · 1 runner · lr 0.0001": 1,
     }
     floor = {"entropy_target": [[-15, 0.6], [-5, 0.1]], "entropy_target_by": "return"}
-    for name, extra in (("b_late", floor), ("a_old", {}), ("c", {})):
+    for seed, (name, extra) in enumerate((("b_late", floor), ("a_old", {}), ("c", {}))):
         hp = {"lr": 5e-4, "learner_config_dict": extra}
         write_experiment(
             tmp_path / "long",
             name,
-            [dict(hp=hp, **curve)],
+            [dict(hp=hp, seed=seed, **curve)],
             hyperparameters=["lr", "learner_config_dict"],
         )
     trials = tables.select_configurations(

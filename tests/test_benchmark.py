@@ -227,6 +227,7 @@ def test_another_sweeps_folder_is_refused(calls, tmp_path, capsys):
         (["--time-budget-s", "60"], "--time-budget-s: in the sweeps this is a whole sweep's"),
         (["--env", "mujoco"], "--env mujoco: no such Gymnasium env"),
         (["--seed", "x"], "expected an integer"),
+        (["--set", "lr"], "expected KEY=VALUE"),
         (["--stop-train-time"], "unrecognized arguments: --stop-train-time"),  # no abbreviations
         (["--name", "a/b"], "--name must be a plain folder name"),
         (["--out", "README.md/report"], "--out: README.md/report: cannot be created"),
@@ -243,6 +244,21 @@ def test_bad_input_is_one_line_exit_2_and_runs_nothing(argv, message, calls, cap
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and message in err, err
     assert calls == []
+
+
+def test_set_goes_to_every_algorithm_s_sweep_and_the_same_command_reuses_its_runs(calls, tmp_path):
+    sets = ["--set", "lr=0.002", "--set", "gamma=0.9"]
+    argv = ["--algos", "dqn,apex", "--benchmark-seeds", "1", *sets]
+    argv += ["--storage-path", str(tmp_path), "--name", "s"]
+    assert benchmark.main(argv) == 0
+    runs = [c for c in calls if "--benchmark-seeds" in c]
+    assert len(runs) == 2
+    for run in runs:
+        i = run.index("--set")
+        assert run[i : i + 4] == sets
+    calls.clear()
+    assert benchmark.main(argv) == 0  # the same settings: reused
+    assert [c for c in calls if "--benchmark-seeds" in c] == []
 
 
 def test_pong_runs_end_with_an_evaluation_of_the_final_policies(calls, tmp_path):

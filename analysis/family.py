@@ -1,0 +1,114 @@
+"""A report over several envs (the env family, ``sweeps/env_family.py``): one table across them.
+
+Per env, each algorithm's best configuration (the summary's rule, ``tables.best_per_algorithm``):
+its seeds at the env's target and their median time (``≥`` where seeds missed), marked where a
+seed's training ended below the random policy after being above it (``stability.ended_below``);
+the fastest of them; and what periodic greedy evaluation cost, as a share of the training clock
+(each trial's at its end). Then how often each
+algorithm was the fastest. Envs named held out (``--held-out``: never tuned on) get a table of
+their own, so that a reader judges the defaults by the envs they never saw.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+
+import pandas as pd
+
+from analysis import stability, tables
+from analysis.fmt import DASH, fmt_bounded, fmt_time, markdown_table
+from analysis.workload import Workload
+
+EVAL_SHARE = "periodic evaluation / training clock, median (max) of trials"
+FASTEST = "fastest"
+
+
+def family_section(
+    loads: Sequence[Workload],
+    references: Callable[[Workload], pd.DataFrame | None],
+    held_out: Collection[str] = (),
+) -> list[str]:
+    """The section (module docstring) where the report holds more than one env; [] otherwise.
+    ``references`` gives a workload's reference rows (its random policy's return)."""
+    if len({w.env for w in loads}) < 2:
+        return []
+    algos = sorted({str(a) for w in loads for a in w.best.get("algo", [])})
+    lines = [
+        "## Across the envs",
+        "",
+        "Per env, each algorithm's best configuration: seeds that reached the env's target "
+        "and the median time to it over all seeds ('≥': some missed, counted at their budget); "
+        "*collapsed k*: on k seeds the training return ended below the random policy's after "
+        "having been above it. *fastest*: most seeds at the target, then the shortest median.",
+        "",
+    ]
+    groups = (
+        ("Envs tuned on", [w for w in loads if w.env not in held_out]),
+        ("Held out: envs never tuned on", [w for w in loads if w.env in held_out]),
+    )
+    for title, group in groups:
+        if group:
+            lines += [f"### {title}", "", *_table(group, algos, references), ""]
+    return lines
+
+
+def _table(
+    group: Sequence[Workload],
+    algos: Sequence[str],
+    references: Callable[[Workload], pd.DataFrame | None],
+) -> list[str]:
+    header = ["env", "target", *algos, FASTEST, EVAL_SHARE]
+    rows, fastest = [], Counter()
+    for w in group:
+        best = w.best
+        winner = _fastest(best)
+        if winner:
+            fastest[winner] += 1
+        fell = _collapsed(w, stability.random_return(references(w)))
+        cells = {a: DASH if best.empty else _cell(best[best["algo"] == a], fell) for a in algos}
+        target = DASH if math.isnan(w.target) else f"{w.target:g}"
+        rows.append([w.title, target, *cells.values(), winner or DASH, eval_share(w.selected)])
+    counts = ", ".join(f"{a} on {n} of {len(group)}" for a, n in fastest.most_common())
+    return [markdown_table(header, rows), "", f"Fastest: {counts or 'none reached a target'}."]
+
+
+def _fastest(best: pd.DataFrame) -> str | None:
+    """The algorithm of the first of ``best`` (sorted best first) where it reached the target."""
+    if best.empty or int(best["reached"].iloc[0]) == 0:
+        return None
+    return str(best["algo"].iloc[0])
+
+
+def _cell(row: pd.DataFrame, fell: dict[str, int]) -> str:
+    if row.empty:
+        return DASH
+    r = row.iloc[0]
+    text = f"{int(r['reached'])}/{int(r['seeds'])}"
+    if int(r["reached"]) > 0:
+        text += " · " + fmt_bounded(r["time_all_median_s"], r["time_all_lower_bound"], fmt_time)
+    if fell.get(r["config"]):
+        text += f" · collapsed {fell[r['config']]}"
+    return text
+
+
+def _collapsed(w: Workload, random: float) -> dict[str, int]:
+    """Per configuration, the seeds whose training ended below ``random`` after being above
+    it (none without a random return)."""
+    if math.isnan(random):
+        return {}
+    trials = stability.per_trial(w.selected, random)
+    return {str(c): int(t["below_random"].sum()) for c, t in trials.groupby("config")}
+
+
+def eval_share(selected: pd.DataFrame) -> str:
+    """Periodic greedy evaluation's seconds over the training clock's, per trial at its end
+    (``tables.trial_summary``; the confirmed target's checks excluded): the median and the
+    largest, as percentages ('—' where the runs did not measure it)."""
+    if selected.empty:
+        return DASH
+    share = tables.trial_summary(selected)["eval_share"].astype(float).dropna()
+    if share.empty:
+        return DASH
+    return f"{share.median():.0%} ({share.max():.0%})"

@@ -1,0 +1,53 @@
+"""The report's table across envs (analysis/family.py), on the committed CartPole runs seen as
+two envs: per env each algorithm's seeds at the target and median time, the fastest and how often
+each algorithm was, the evaluation's share of the clock, and held-out envs in a table of their
+own. A report of one env has no such table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import collect, family
+from analysis.workload import workloads
+
+CARTPOLE = Path(__file__).resolve().parents[1] / "results" / "cartpole" / "runs.csv"
+
+
+def _two_envs() -> pd.DataFrame:
+    runs = collect.read_runs_csv(CARTPOLE)
+    other = runs.assign(env="Acrobot-v1", experiment=runs["experiment"] + "-acrobot")
+    return pd.concat([runs, other], ignore_index=True)
+
+
+def test_the_table_across_envs_puts_the_held_out_env_apart():
+    loads = workloads(_two_envs())
+    lines = family.family_section(loads, lambda w: None, held_out={"Acrobot-v1"})
+    text = "\n".join(lines)
+    tuned, held = text.split("### Held out: envs never tuned on")
+    assert "### Envs tuned on" in tuned and "| CartPole-v1 |" in tuned
+    assert "| Acrobot-v1 |" in held and "| CartPole-v1 |" not in held
+    best = loads[0].best
+    winner = str(best["algo"].iloc[0])
+    assert f"Fastest: {winner} on 1 of 1." in tuned and f"Fastest: {winner} on 1 of 1." in held
+    row = next(line for line in tuned.splitlines() if line.startswith("| CartPole-v1 |"))
+    first = best.iloc[0]
+    assert f"{int(first['reached'])}/{int(first['seeds'])} · " in row
+    assert row.rstrip(" |").endswith(family.eval_share(loads[0].selected))
+
+
+def test_a_report_of_one_env_has_no_table_across_envs():
+    runs = collect.read_runs_csv(CARTPOLE)
+    assert family.family_section(workloads(runs), lambda w: None) == []
+
+
+def test_the_evaluation_share_is_the_median_and_largest_of_the_trials():
+    runs = collect.read_runs_csv(CARTPOLE)
+    trials = runs.drop_duplicates(["experiment", "trial_id"])[["experiment", "trial_id"]]
+    heavy = tuple(trials.iloc[0])
+    is_heavy = (runs["experiment"] == heavy[0]) & (runs["trial_id"] == heavy[1])
+    share = is_heavy.map({True: 0.5, False: 0.2})
+    end = runs.groupby(["experiment", "trial_id"])["train_time_s"].transform("max")
+    runs = runs.assign(periodic_eval_s=end * share)
+    assert family.eval_share(runs) == "20% (50%)"
