@@ -45,12 +45,7 @@ BEST_FILE = "BEST.json"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineErrorParser(
-        prog="python -m benchmarks.family_tune",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    p = OneLineErrorParser.of_command("python -m benchmarks.family_tune", __doc__)
     p.add_argument("--algo", choices=ALGOS, required=True, help="the algorithm to tune")
     p.add_argument("--trials", type=count(1), default=20, help="trials (default: %(default)s)")
     p.add_argument(

@@ -138,13 +138,8 @@ class _Refused(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """Flags named as in the sweeps (``python sweeps/<algo>_<env>.py``), one meaning per name."""
-    p = OneLineErrorParser(
-        prog="python -m sweeps.benchmark",
-        description=__doc__,
-        # The docstring's "How to run" as written; each default once, in its flag's help.
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    # The docstring's "How to run" as written; each default once, in its flag's help.
+    p = OneLineErrorParser.of_command("python -m sweeps.benchmark", __doc__)
     p.add_argument(
         "--env",
         default="cabs",

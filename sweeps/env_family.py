@@ -109,12 +109,7 @@ FAMILY = {e.env: e for e in (*TUNING, *HELD_OUT)}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = OneLineErrorParser(
-        prog="python -m sweeps.env_family",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        allow_abbrev=False,
-    )
+    p = OneLineErrorParser.of_command("python -m sweeps.env_family", __doc__)
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--envs",

@@ -18,6 +18,17 @@ class OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
+    @classmethod
+    def of_command(cls, prog: str, doc: str | None) -> OneLineErrorParser:
+        """A command's parser: ``doc`` (its module docstring, with its "How to run") shown as
+        written, and no abbreviated flags (a typo is refused)."""
+        return cls(
+            prog=prog,
+            description=doc,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+
 
 _EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*: \S")
 
