@@ -64,6 +64,7 @@ import datetime as dt
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -474,11 +475,13 @@ def check_reuse(run: Run) -> Run:
 
 
 _OBJECT = object()  # what _plain gives for a value that holds an object's repr
+# An object's address in a repr ("<function f at 0x7f...>", also inside a functools.partial's)
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 
 
 def _plain(value: Any) -> Any:
     """``value`` as JSON holds it, or ``_OBJECT`` where it holds an object's repr (a class, a
-    function: their text differs between processes)."""
+    function, a ``functools.partial`` of one: their text differs between processes)."""
     value = json.loads(json.dumps(jsonable(value)))
     leaves = [value]
     while leaves:
@@ -487,7 +490,9 @@ def _plain(value: Any) -> Any:
             leaves.extend(leaf.values())
         elif isinstance(leaf, list):
             leaves.extend(leaf)
-        elif isinstance(leaf, str) and leaf.startswith("<") and leaf.endswith(">"):
+        elif isinstance(leaf, str) and (
+            (leaf.startswith("<") and leaf.endswith(">")) or _ADDRESS.search(leaf)
+        ):
             return _OBJECT
     return value
 

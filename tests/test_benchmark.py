@@ -184,6 +184,20 @@ def _set_status(folder: Path, status: str) -> None:
     (folder / "run.json").write_text(json.dumps({**record, "status": status}))
 
 
+def test_a_function_at_another_address_is_no_change_of_the_tuned_defaults(calls, tmp_path):
+    """A setting that holds a function (the periodic evaluation, a ``functools.partial``) is
+    written with its address, which differs in every process: the same command reuses."""
+    argv = ["--algos", "dqn", "--storage-path", str(tmp_path), "--name", "bench"]
+    assert benchmark.main(argv) == 0
+    folder = tmp_path / "bench" / "bench-dqn"
+    value = json.loads((folder / "run.json").read_text())["base_config"]["custom_eval_function"]
+    assert " at 0x" in value and not value.startswith("<")
+    _edit_config(folder, custom_eval_function=re.sub(r"0x[0-9a-f]+", "0x1", value))
+    calls.clear()
+    assert benchmark.main(argv) == 0
+    assert [c for c in calls if "--benchmark-seeds" in c] == []
+
+
 @pytest.mark.parametrize("extra, damage, message", REFUSED_REUSE.values(), ids=REFUSED_REUSE)
 def test_a_folder_that_does_not_match_is_refused_before_anything_runs(
     extra, damage, message, calls, tmp_path, capsys
