@@ -33,6 +33,7 @@ import json
 import shlex
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,21 +125,27 @@ def outcomes(folder: Path, budget_s: float) -> list[tuple[bool, float, float]]:
     return [(bool(r["reached"]), float(r["train_time_s"]), budget_s) for _, r in rows.iterrows()]
 
 
+@dataclass(frozen=True)
 class Study:
-    """The runs of one study: the benchmark of a setting on each env, in the study's folder."""
+    """One study: its settings (the flags, checked), and the benchmark of a setting on each
+    env, in the study's folder."""
 
-    def __init__(self, args: argparse.Namespace, envs: Sequence[FamilyEnv]):
-        self.args, self.envs = args, envs
-        self.folder = Path(args.storage_path).expanduser() / (args.name or args.algo)
+    algo: str
+    trials: int
+    seeds: int  # --benchmark-seeds
+    seed: int
+    scale: float  # --budget-scale
+    envs: tuple[FamilyEnv, ...]
+    name: str
+    folder: Path
 
     def benchmark_argv(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> list[str]:
-        a = self.args
         passed = [
-            *("--algos", a.algo, "--benchmark-seeds", str(a.benchmark_seeds)),
-            *("--seed", str(a.seed), "--storage-path", str(self.folder)),
+            *("--algos", self.algo, "--benchmark-seeds", str(self.seeds)),
+            *("--seed", str(self.seed), "--storage-path", str(self.folder)),
             *[x for text in sets for x in ("--set", text)],
         ]
-        return env.benchmark_argv(tag, a.budget_scale, passed)
+        return env.benchmark_argv(tag, self.scale, passed)
 
     def evaluate(self, tag: str, sets: Sequence[str], trial: Any = None) -> float:
         """The score of ``sets`` over the envs; with an Optuna ``trial``, reported env by env
@@ -152,9 +159,9 @@ class Study:
             argv = self.benchmark_argv(tag, env, sets)
             print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
             benchmark.main(argv)  # a failed run counts as its seeds missing
-            budget = env.budget_s * self.args.budget_scale
+            budget = env.budget_s * self.scale
             found = outcomes(self.folder / f"{tag}-{env.slug}", budget)
-            pairs += found or [(False, 0.0, 1.0)] * self.args.benchmark_seeds
+            pairs += found or [(False, 0.0, 1.0)] * self.seeds
             print(f"[tune] {tag}: {sum(p[0] for p in pairs)}/{len(pairs)} pairs so far", flush=True)
             if trial is not None:
                 trial.report(score(pairs), step)
@@ -170,23 +177,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         envs = tuning_envs(args.envs)
     except ValueError as e:
         parser.error(str(e))
-    study_runs = Study(args, envs)
-    per_trial = sum(e.budget_s for e in envs) * args.budget_scale * args.benchmark_seeds
+    name = args.name or args.algo
+    folder = Path(args.storage_path).expanduser() / name
+    study = Study(
+        args.algo, args.trials, args.benchmark_seeds, args.seed, args.budget_scale,
+        tuple(envs), name, folder,
+    )  # fmt: skip
+    per_trial = sum(e.budget_s for e in envs) * study.scale * study.seeds
     print(
-        f"[tune] {args.algo} on {len(envs)} envs ({', '.join(e.env for e in envs)}), "
-        f"{args.benchmark_seeds} seed(s) each: at most {per_trial:,.0f} s of training per trial, "
-        f"{args.trials} trials and the defaults; folder {study_runs.folder}",
+        f"[tune] {study.algo} on {len(envs)} envs ({', '.join(e.env for e in envs)}), "
+        f"{study.seeds} seed(s) each: at most {per_trial:,.0f} s of training per trial, "
+        f"{study.trials} trials and the defaults; folder {folder}",
         flush=True,
     )
     if args.dry_run:
         for env in envs:
-            command = shlex.join(study_runs.benchmark_argv("t0", env, []))
+            command = shlex.join(study.benchmark_argv("t0", env, []))
             print(f"  python -m sweeps.benchmark {command}")
         return 0
-    return _tune(args, study_runs)
+    return _tune(study)
 
 
-def _tune(args: argparse.Namespace, runs: Study) -> int:
+def _tune(runs: Study) -> int:
     import optuna
     from optuna.trial import TrialState
 
@@ -197,21 +209,21 @@ def _tune(args: argparse.Namespace, runs: Study) -> int:
 
     runs.folder.mkdir(parents=True, exist_ok=True)
     url = str(runs.folder / "study.journal")
-    name = args.name or args.algo
+    name = runs.name
     study = optuna.create_study(
         study_name=name,
         storage=storage.optuna_storage(url),
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=args.seed),
+        sampler=optuna.samplers.TPESampler(seed=runs.seed),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
         load_if_exists=True,
     )
     close_stale_study_trials(url, name)  # a trial a killed run left open
     before = runs.evaluate("defaults", [])
     done = (TrialState.COMPLETE, TrialState.PRUNED)
-    while len(study.get_trials(deepcopy=False, states=done)) < args.trials:
+    while len(study.get_trials(deepcopy=False, states=done)) < runs.trials:
         trial = study.ask()
-        sets = set_texts(SAMPLERS[args.algo](trial))
+        sets = set_texts(SAMPLERS[runs.algo](trial))
         trial.set_user_attr("set", sets)
         try:
             study.tell(trial, runs.evaluate(f"t{trial.number}", sets, trial))
@@ -219,7 +231,7 @@ def _tune(args: argparse.Namespace, runs: Study) -> int:
             study.tell(trial, state=TrialState.PRUNED)
     best = study.best_trial
     record = {
-        "algo": args.algo,
+        "algo": runs.algo,
         "envs": [e.env for e in runs.envs],
         "defaults_score": before,
         "best_trial": best.number,

@@ -133,16 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def chosen(args: argparse.Namespace) -> list[FamilyEnv]:
-    """The envs asked for; a one-line error for one not in the family."""
-    if args.held_out:
+def chosen(names: Sequence[str] | None, held_out: bool) -> list[FamilyEnv]:
+    """The envs asked for (``--envs``, ``--held-out``, else the tuning envs); a ValueError for
+    one not in the family."""
+    if held_out:
         return list(HELD_OUT)
-    if not args.envs:
+    if not names:
         return list(TUNING)
-    unknown = [e for e in args.envs if e not in FAMILY]
+    unknown = [e for e in names if e not in FAMILY]
     if unknown:
-        build_parser().error(f"--envs: not in the family: {', '.join(unknown)}")
-    return [FAMILY[e] for e in args.envs]
+        raise ValueError(f"--envs: not in the family: {', '.join(unknown)}")
+    return [FAMILY[e] for e in names]
 
 
 def missing(envs: Sequence[FamilyEnv]) -> list[str]:
@@ -162,11 +163,15 @@ def missing(envs: Sequence[FamilyEnv]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     from sweeps import benchmark
 
-    args = build_parser().parse_args(argv)
-    envs = chosen(args)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        envs = chosen(args.envs, args.held_out)
+    except ValueError as e:
+        parser.error(str(e))
     problems = missing(envs)
     if problems:
-        build_parser().error("cannot build " + "; ".join(problems))
+        parser.error("cannot build " + "; ".join(problems))
     passed = [
         *(["--algos", args.algos] if args.algos else []),
         *(["--benchmark-seeds", str(args.benchmark_seeds)] if args.benchmark_seeds else []),
