@@ -247,7 +247,7 @@ def render_report(
         lines += summary.summary_section(w, draw.summary(w), refs, draw.kaplan_meier(w))
     for w in loads:
         lines += _detail(w, draw, workload_references(w, references, draw.measured))
-    replaced = tables.superseded(runs, tables.select_configurations(runs))
+    replaced = tables.superseded(runs, pd.concat([w.selected for w in loads]))
     lines += reproducibility.reproducibility_section(runs, skipped, deduped, repaired, replaced)
     lines += [
         "## Appendix: secondary metrics",

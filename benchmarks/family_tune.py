@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweeps.env_family import FAMILY, HELD_OUT, TUNING, FamilyEnv
+from sweeps.env_family import HELD_OUT, FamilyEnv, chosen, env_list
 from sweeps.harness.cli import count, positive_float
 from sweeps.harness.errors import OneLineErrorParser
 
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--envs",
-        type=lambda text: [t.strip() for t in text.split(",") if t.strip()],
+        type=env_list,
         help="comma-separated tuning envs (default: all of them)",
     )
     p.add_argument("--storage-path", default="runs/family-tune", help="(default: %(default)s)")
@@ -76,11 +76,7 @@ def tuning_envs(names: Sequence[str] | None) -> list[FamilyEnv]:
     held_out = [n for n in names or () if n in {e.env for e in HELD_OUT}]
     if held_out:
         raise ValueError(f"--envs: {', '.join(held_out)} held out: never tuned on")
-    unknown = [n for n in names or () if n not in FAMILY]
-    if unknown:
-        raise ValueError(f"--envs: not in the family: {', '.join(unknown)}")
-    envs = [FAMILY[n] for n in names] if names else list(TUNING)
-    return sorted(envs, key=lambda e: e.budget_s)
+    return sorted(chosen(names, held_out=False), key=lambda e: e.budget_s)
 
 
 def set_texts(params: dict[str, Any]) -> list[str]:

@@ -108,12 +108,17 @@ HELD_OUT: tuple[FamilyEnv, ...] = (
 FAMILY = {e.env: e for e in (*TUNING, *HELD_OUT)}
 
 
+def env_list(text: str) -> list[str]:
+    """``--envs``: comma-separated env ids."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = OneLineErrorParser.of_command("python -m sweeps.env_family", __doc__)
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--envs",
-        type=lambda text: [t.strip() for t in text.split(",") if t.strip()],
+        type=env_list,
         help=f"comma-separated, of {','.join(FAMILY)} (default: the tuning envs)",
     )
     held_out = ",".join(e.env for e in HELD_OUT)
