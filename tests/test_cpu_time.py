@@ -42,12 +42,9 @@ def test_a_busy_process_reads_as_running_and_a_gone_one_as_none():
     assert cpu_time.read_process(dead.pid) is None
 
 
-@needs_proc
-def test_two_busy_processes_on_one_core_each_wait_as_long_as_they_run():
-    """The model's premise: N busy processes sharing one core each run 1/N of the time, and the
-    kernel counts the rest as waiting for the core: slowdown = 1 + waited/ran = N."""
-    core = sorted(os.sched_getaffinity(0))[0]
-    procs = _spinners(2, 0.6, core)
+def _slowdown(n: int, seconds: float, core: int) -> tuple[float, float]:
+    """CPU seconds run by ``n`` spinners on one core, and their slowdown 1 + waited/ran."""
+    procs = _spinners(n, seconds, core)
     readings = {}
     while any(p.poll() is None for p in procs):
         for p in procs:
@@ -57,8 +54,20 @@ def test_two_busy_processes_on_one_core_each_wait_as_long_as_they_run():
         time.sleep(0.02)
     ran = sum(r.ran_s for r in readings.values())
     waited = sum(r.waited_s for r in readings.values())
+    return ran, 1 + waited / ran
+
+
+@needs_proc
+def test_two_busy_processes_on_one_core_each_wait_as_long_as_they_run():
+    """The model's premise: N busy processes sharing one core each run 1/N of the time, and the
+    kernel counts the rest as waiting for the core: slowdown = 1 + waited/ran = N. The test
+    suite's other process may share the core too: one spinner alone measures that first, and
+    the bound above scales with it (CI's failure: 2.48 with the core already busy)."""
+    core = sorted(os.sched_getaffinity(0))[0]
+    _, alone = _slowdown(1, 0.3, core)
+    ran, two = _slowdown(2, 0.6, core)
     assert ran > 0.9
-    assert 1.6 <= 1 + waited / ran <= 2.4  # two on one core: each waits about as long as it runs
+    assert 1.6 <= two <= 2.4 * alone  # two on one core: each waits about as long as it runs
 
 
 @needs_proc
