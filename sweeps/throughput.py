@@ -27,6 +27,9 @@ whatever ``--num-env-runners`` says; ``--set`` is the four's (a baseline runs it
 row has its learner's updates per second (SGD steps: trained samples over the update's batch) and
 what its DQN adds to the baseline's (double Q, dueling heads, prioritized replay), so that the
 suite's DQN and SB3's can be compared at the same network, batch and updates per env step.
+
+One file (over 500 lines): the flags, the build-and-warm-up that ``sweeps.profiling`` shares and
+the measured row are one measurement, read top to bottom.
 """
 
 from __future__ import annotations

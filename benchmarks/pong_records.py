@@ -1,0 +1,335 @@
+"""The Pong runs of record, as data, and a queue that runs them one at a time in the hours given.
+
+The scaling issue (the four at 1 and 4 env runners, Ape-X at 10, IMPALA at 13, 3 seeds each), the
+confirmed-target issue (the four at one runner, 3 seeds) and the baseline issue (SB3's PPO) all
+stand on Pong runs of 1 to 4 hours each, run alone on a 2-core machine, one at a time, each seed's
+collected rows committed as it finishes. ``PLAN`` lists them in the order they serve the most;
+one run serves every issue it names. A run is *collected* once its table
+``results/pong/confirmed/<name>.csv.gz`` exists.
+
+How to run
+----------
+    python -m benchmarks.pong_records                     # every run: status, issues, command
+    python -m benchmarks.pong_records --hours 2.5 --dry-run   # what fits in 2.5 hours, and why
+    nohup python -m benchmarks.pong_records --hours 2.5 --commit > records.log 2>&1 &
+
+With ``--hours`` it takes the runs not yet collected in order and runs each whose worst case fits
+in the hours left: its training budget (what an interrupted run still has of it) times
+``WALL_PER_TRAIN_S``, plus ``FIXED_S`` for start-up, the final games and the report. A run
+that does not fit is skipped, and a later, shorter one may still go. For each: the benchmark (an
+interrupted run of a killed queue is resumed from its last checkpoint instead), the collected
+table, and the report over every collected table regenerated; with ``--commit``, a commit of
+those files alone. The first run that fails stops the queue (exit 1). Nothing else may run
+beside it: the runs time training on the whole machine.
+
+Results to expect
+-----------------
+``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/confirmed/REPORT.md`` over all
+of them; the one-core check runs (``docs/scaling.md``) go to ``results/scaling/`` and are read
+by ``python -m analysis scaling-check``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sweeps import benchmark
+from sweeps.harness.cli import positive_float
+from sweeps.harness.errors import OneLineErrorParser
+from sweeps.harness.record import RunRecord
+from sweeps.workloads.pong import PONG
+
+RESULTS = Path("results/pong/confirmed")
+CHECKS = Path("results/scaling")
+STORAGE = Path("runs/benchmark")
+# A run's wall-clock per second of its training budget (periodic greedy games and the trial's
+# start-up, off the training clock; the committed runs: 1.01-1.06), and what every run adds.
+WALL_PER_TRAIN_S = 1.1
+FIXED_S = 900.0
+
+
+@dataclass(frozen=True)
+class RecordRun:
+    """One seed of one configuration, as ``python -m sweeps.benchmark`` runs it."""
+
+    algo: str
+    seed: int
+    runners: int | None  # None: a single-process baseline
+    budget_s: int  # --stop-train-time-s
+    issues: str  # the issues it serves, "58 59"
+    cpus: int = 2  # --num-cpus: Ray's CPUs, more than the cores on purpose beyond one runner
+    one_core: bool = False  # the scaling check: the whole run pinned to one core
+    stop_timesteps: int | None = None
+    named: str | None = None  # the table's name where an earlier run chose it
+
+    @property
+    def name(self) -> str:
+        if self.named:
+            return self.named
+        if self.one_core:
+            return f"pong-check-1core-{self.algo}-s{self.seed}"
+        runners = "" if self.runners is None else f"-r{self.runners}"
+        return f"pong-conf-{self.algo}{runners}-s{self.seed}"
+
+    def table(self, results: Path, checks: Path) -> Path:
+        return (checks if self.one_core else results) / f"{self.name}.csv.gz"
+
+    def benchmark_argv(self, storage: Path) -> list[str]:
+        argv = ["--env", "pong", "--algos", self.algo, "--benchmark-seeds", "1"]
+        argv += ["--seed", str(self.seed), "--num-cpus", str(self.cpus)]
+        if self.runners is not None:
+            argv += ["--num-env-runners", str(self.runners)]
+        argv += ["--stop-train-time-s", str(self.budget_s)]
+        if self.stop_timesteps is not None:
+            argv += ["--stop-timesteps", str(self.stop_timesteps)]
+        if self.one_core:
+            argv += ["--final-episodes", "0"]
+        return [*argv, "--storage-path", str(storage), "--name", self.name]
+
+    def command(self, storage: Path) -> list[str]:
+        pin = ["taskset", "-c", "0"] if self.one_core else []
+        return [*pin, sys.executable, "-m", "sweeps.benchmark", *self.benchmark_argv(storage)]
+
+
+def _seeds(algo: str, runners: int | None, budget_s: int, issues: str, **kw) -> list[RecordRun]:
+    return [RecordRun(algo, seed, runners, budget_s, issues, **kw) for seed in range(3)]
+
+
+PLAN: tuple[RecordRun, ...] = (
+    # The four at one runner, to a confirmed 18: the confirmed-target issue and the scaling
+    # table's first column. Seeds run at 3,600 s first and missed are run again at 5,400 s.
+    RecordRun("apex", 0, 1, 3600, "58 59", named="pong-conf-apex-s0"),
+    RecordRun("apex", 1, 1, 5400, "58 59"),
+    RecordRun("apex", 2, 1, 5400, "58 59"),
+    RecordRun("appo", 0, 1, 3600, "58 59", named="pong-conf-appo-s0"),
+    RecordRun("appo", 1, 1, 5400, "58 59"),
+    RecordRun("appo", 2, 1, 3600, "58 59", named="pong-conf-appo-s2"),
+    *_seeds("impala", 1, 5400, "58 59"),
+    # The library a user would pick instead: one seed, budgeted as the four.
+    RecordRun("sb3-ppo", 0, None, 5400, "60"),
+    # Synchronous DQN is the slowest of the four (68 min to a training return of 18 on the
+    # fastest box so far): a longer budget.
+    *_seeds("dqn", 1, 7200, "58 59"),
+    # Four runners on two cores (Ray told 5 CPUs): env steps to 18 measured, time predicted.
+    *_seeds("apex", 4, 5400, "58", cpus=5),
+    *_seeds("appo", 4, 5400, "58", cpus=5),
+    *_seeds("impala", 4, 5400, "58", cpus=5),
+    *_seeds("dqn", 4, 7200, "58", cpus=5),
+    # The check: one runner on one core predicts it on two (docs/scaling.md); the 2-core runs
+    # are the one-runner runs above, seed for seed.
+    *[RecordRun(a, s, 1, 7200, "58", one_core=True) for a in ("appo", "apex") for s in (0, 1)],
+    # The source articles at their own scale: Ape-X with 10 actors, IMPALA with 13 workers.
+    *_seeds("apex", 10, 7200, "58", cpus=11, stop_timesteps=5_000_000),
+    *_seeds("impala", 13, 14400, "58", cpus=14, stop_timesteps=5_000_000),
+)
+
+
+# What the command line of a sweep, a benchmark or one of their tools holds.
+RUN_MARKS = ("sweeps.benchmark", "python sweeps/", "-m sweeps.")
+
+
+@dataclass(frozen=True)
+class Places:
+    """Where the tables, the check tables and the benchmark folders go."""
+
+    results: Path = RESULTS
+    checks: Path = CHECKS
+    storage: Path = STORAGE
+
+
+# --- Where each run stands ---------------------------------------------------------------------
+
+
+def ran_s(folder: Path) -> float:
+    """Training seconds a run folder's trial has behind it (0 when it reported none)."""
+    from analysis.collect import collect
+
+    try:
+        runs = collect([folder]).runs
+    except Exception:  # noqa: BLE001 - an unreadable folder has nothing to count
+        return 0.0
+    return float(runs["train_time_s"].max()) if not runs.empty else 0.0
+
+
+def experiment_folder(run: RecordRun, storage: Path) -> Path | None:
+    """The run's one experiment folder under its benchmark folder (None before it started)."""
+    found = sorted((storage / run.name).glob(f"{run.name}-*"))
+    return found[0] if found else None
+
+
+def status(run: RecordRun, at: Places) -> str:
+    """'collected' (its table exists), 'ended' (ran; its rows not collected), 'interrupted'
+    (a killed run: it is resumed), or 'to do'."""
+    if run.table(at.results, at.checks).exists():
+        return "collected"
+    folder = experiment_folder(run, at.storage)
+    if folder is None:
+        return "to do"
+    record = RunRecord.of_folder(folder)
+    if record is None:
+        return "to do"
+    return "ended" if record.status in benchmark.REUSABLE else "interrupted"
+
+
+def worst_case_s(run: RecordRun, state: str, storage: Path) -> float:
+    """The longest the run can take from here: its budget left, plus start-up and reports."""
+    if state in ("collected", "ended"):
+        return FIXED_S / 3
+    left = run.budget_s
+    if state == "interrupted":
+        left = max(run.budget_s - ran_s(experiment_folder(run, storage)), 0.0)
+    return left * WALL_PER_TRAIN_S + FIXED_S
+
+
+# --- Running one ---------------------------------------------------------------------------------
+
+
+def resume_command(run: RecordRun, storage: Path) -> list[str]:
+    """The sweep command that goes on from a killed run's last checkpoint with its recorded
+    settings (as the benchmark says when asked to reuse it), pinned as the run was."""
+    pin = ["taskset", "-c", "0"] if run.one_core else []
+    folder = str(experiment_folder(run, storage))
+    return [*pin, sys.executable, "-m", PONG.sweep_module(run.algo), "--resume", folder]
+
+
+def report_command(results: Path) -> list[str]:
+    tables = sorted(str(p) for p in results.glob("pong-conf-*.csv.gz"))
+    return [sys.executable, "-m", "analysis", "report", *tables, "--out", str(results)]
+
+
+def _call(cmd: list[str], log: str) -> int:
+    print(f"[records] {log}: {shlex.join(cmd)}", flush=True)
+    return subprocess.call(cmd)
+
+
+def execute(run: RecordRun, state: str, at: Places, commit: bool) -> int:
+    """Run (or resume) ``run``, collect its rows, regenerate its report, commit if asked."""
+    results, checks, storage = at.results, at.checks, at.storage
+    if state == "interrupted":
+        rc = _call(resume_command(run, storage), f"{run.name}: resuming")
+        if rc == 0 and not run.one_core:
+            folder = str(experiment_folder(run, storage))
+            games = ["--episodes", str(PONG.benchmark_final_episodes), "--sampled"]
+            evaluate = [sys.executable, "-m", "sweeps.evaluate", folder, *games]
+            rc = _call(evaluate, f"{run.name}: final games")
+    elif state == "to do":
+        rc = _call(run.command(storage), f"{run.name}: running")
+    else:
+        rc = 0
+    if rc != 0:
+        return rc
+    table = run.table(results, checks)
+    table.parent.mkdir(parents=True, exist_ok=True)
+    collect = [sys.executable, "-m", "analysis", "collect", str(storage / run.name)]
+    rc = _call([*collect, "--out", str(table)], f"{run.name}: collecting")
+    paths = [table]
+    if rc == 0 and not run.one_core:
+        rc = _call(report_command(results), f"{run.name}: the report")
+        paths.append(results)
+    if rc == 0 and commit:
+        message = (
+            f"Pong run of record {run.name} (issues {run.issues}), collected: {shown(run, storage)}"
+        )
+        subprocess.call(["git", "add", "--", *map(str, paths)])
+        rc = _call(["git", "commit", "-q", "-m", message, "--", *map(str, paths)], "committing")
+    return rc
+
+
+# --- The command ---------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = OneLineErrorParser.of_command("python -m benchmarks.pong_records", __doc__)
+    p.add_argument(
+        "--hours",
+        type=positive_float,
+        default=None,
+        help="run what fits in these hours, in order; without it: list the runs",
+    )
+    p.add_argument("--dry-run", action="store_true", help="with --hours: say what would run")
+    p.add_argument("--commit", action="store_true", help="commit each run's table and report")
+    p.add_argument("--results", type=Path, default=RESULTS, help="default: %(default)s")
+    p.add_argument("--checks", type=Path, default=CHECKS, help="default: %(default)s")
+    p.add_argument("--storage-path", type=Path, default=STORAGE, help="default: %(default)s")
+    return p
+
+
+def shown(run: RecordRun, storage: Path) -> str:
+    """The run's command as a person types it."""
+    cmd = run.command(storage)
+    return shlex.join([c if c != sys.executable else "python" for c in cmd])
+
+
+def running_elsewhere() -> list[str]:
+    """Other processes running a sweep or a benchmark (Linux: /proc), as 'pid: command'."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            words = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        text = " ".join(w for w in words if w)
+        mine = int(proc.name) in (os.getpid(), os.getppid())
+        if not mine and any(k in text for k in RUN_MARKS):
+            found.append(f"{proc.name}: {text[:120]}")
+    return found
+
+
+def listing(at: Places) -> str:
+    lines = []
+    for run in PLAN:
+        state = status(run, at)
+        hours = worst_case_s(run, state, at.storage) / 3600
+        need = "" if state == "collected" else f"at most {hours:4.1f} h"
+        command = shown(run, at.storage)
+        lines.append(f"{run.name:34} {state:11} issues {run.issues:6} {need:13}  {command}")
+    done = sum(" collected " in line for line in lines)
+    return "\n".join([*lines, f"[records] {done} of {len(PLAN)} runs collected"])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    at = Places(args.results, args.checks, args.storage_path)
+    if args.hours is None:
+        print(listing(at), flush=True)
+        return 0
+    busy = running_elsewhere()
+    if busy and not args.dry_run:
+        parser.error(f"another run is going ({busy[0]}): runs of record run alone")
+    deadline = time.monotonic() + args.hours * 3600
+    print("[records] runs of record time the whole machine: run nothing beside them", flush=True)
+    for run in PLAN:
+        state = status(run, at)
+        if state == "collected":
+            continue
+        need = worst_case_s(run, state, at.storage)
+        left = deadline - time.monotonic()
+        if need > left:
+            print(
+                f"[records] {run.name} ({state}): skipped, at most {need / 3600:.1f} h "
+                f"and {left / 3600:.1f} h left",
+                flush=True,
+            )
+            continue
+        if args.dry_run:
+            print(f"[records] {run.name} ({state}): would run, at most {need / 3600:.1f} h")
+            deadline -= need
+            continue
+        rc = execute(run, state, at, args.commit)
+        if rc != 0:
+            print(f"[records] {run.name}: exit {rc}; the queue stops here", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

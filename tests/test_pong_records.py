@@ -1,0 +1,118 @@
+"""The Pong runs of record as data and their queue (benchmarks/pong_records.py): each planned run
+is a valid benchmark command, where each run stands is read from its files, and the queue takes
+only what fits in the hours given. Nothing here runs Pong."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import pong_records as records
+from sweeps import benchmark
+from sweeps.harness.record import RECORD_FILE
+
+
+def _places(tmp_path: Path) -> records.Places:
+    return records.Places(tmp_path / "results", tmp_path / "checks", tmp_path / "runs")
+
+
+def test_every_planned_run_is_a_benchmark_command_of_one_configuration(tmp_path):
+    names = [run.name for run in records.PLAN]
+    assert len(set(names)) == len(names)
+    for run in records.PLAN:
+        args = benchmark.parse_args(run.benchmark_argv(tmp_path))
+        (planned,) = benchmark.plan(args)
+        assert args.env == "pong" and args.algos == [run.algo] and args.seed == run.seed
+        assert args.stop_train_time_s == run.budget_s and args.num_cpus == run.cpus
+        assert planned.folder.parent == tmp_path / run.name
+    # The issues' configurations, three seeds each: the four at 1 and 4 runners, the articles'.
+    for algo, runners in [(a, r) for a in benchmark.ALGOS for r in (1, 4)] + [
+        ("apex", 10),
+        ("impala", 13),
+    ]:
+        seeds = {
+            r.seed
+            for r in records.PLAN
+            if (r.algo, r.runners, r.one_core) == (algo, runners, False)
+        }
+        assert seeds == {0, 1, 2}, (algo, runners)
+
+
+def _record(folder: Path, status: str) -> None:
+    folder.mkdir(parents=True)
+    (folder / RECORD_FILE).write_text(json.dumps({"args": {}, "status": status}))
+
+
+def test_where_a_run_stands_is_read_from_its_files(tmp_path):
+    at = _places(tmp_path)
+    run = records.RecordRun("appo", 1, 1, 5400, "58 59")
+    assert records.status(run, at) == "to do"
+    _record(at.storage / run.name / f"{run.name}-appo", "running")  # killed mid-run
+    assert records.status(run, at) == "interrupted"
+    (at.storage / run.name / f"{run.name}-appo" / RECORD_FILE).write_text(
+        json.dumps({"args": {}, "status": "finished"})
+    )
+    assert records.status(run, at) == "ended"
+    assert records.worst_case_s(run, "ended", at.storage) < records.FIXED_S
+    at.results.mkdir()
+    (at.results / f"{run.name}.csv.gz").write_bytes(b"")
+    assert records.status(run, at) == "collected"
+    check = records.RecordRun("appo", 0, 1, 7200, "58", one_core=True)
+    assert check.table(at.results, at.checks).parent == at.checks
+    assert records.shown(check, at.storage).startswith("taskset -c 0 python -m sweeps.benchmark")
+
+
+def test_the_queue_takes_only_what_fits_and_says_why_it_skips(tmp_path, capsys):
+    at = _places(tmp_path)
+    argv = ["--results", str(at.results), "--checks", str(at.checks)]
+    argv += ["--storage-path", str(at.storage), "--hours", "2", "--dry-run"]
+    assert records.main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    would = [line for line in out if "would run" in line]
+    # 2 hours hold one 5,400 s run (1.1 x 5,400 s + 900 s = 1.9 h) and nothing after it.
+    assert len(would) == 1 and records.PLAN[0].name in would[0]
+    assert any("skipped, at most" in line for line in out)
+    assert not at.storage.exists() and not at.results.exists()  # a dry run writes nothing
+    assert records.main(argv[:6]) == 0  # the listing
+    listing = capsys.readouterr().out
+    assert f"0 of {len(records.PLAN)} runs collected" in listing
+
+
+def test_bad_hours_and_a_run_going_elsewhere_are_one_line_errors(tmp_path):
+    cmd = [sys.executable, "-m", "benchmarks.pong_records", "--hours", "-1"]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
+    other = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", "-m", "sweeps.benchmark"]
+    )
+    try:
+        time.sleep(0.5)
+        assert any(line.startswith(f"{other.pid}:") for line in records.running_elsewhere())
+        cmd = [*cmd[:-1], "1", "--storage-path", str(tmp_path / "runs")]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        assert done.returncode == 2 and "another run is going" in done.stderr
+        assert not (tmp_path / "runs").exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.parametrize("state", ["to do", "interrupted"])
+def test_a_run_that_fails_stops_the_queue_before_collecting(tmp_path, monkeypatch, state):
+    at = _places(tmp_path)
+    run = records.RecordRun("appo", 1, 1, 5400, "58 59")
+    if state == "interrupted":
+        _record(at.storage / run.name / f"{run.name}-appo", "running")
+    calls = []
+    monkeypatch.setattr(records, "_call", lambda cmd, log: calls.append(cmd) or 3)
+    assert records.execute(run, state, at, commit=True) == 3
+    assert len(calls) == 1 and "analysis" not in calls[0]
+    assert ("--resume" in calls[0]) == (state == "interrupted")
+    assert (
+        "sweeps.appo_pong" in calls[0] if state == "interrupted" else "sweeps.benchmark" in calls[0]
+    )
