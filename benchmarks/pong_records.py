@@ -284,14 +284,14 @@ def running_elsewhere() -> list[str]:
 
 
 def listing(at: Places) -> str:
-    lines = []
+    lines, done = [], 0
     for run in PLAN:
         state = status(run, at)
+        done += state == "collected"
         hours = worst_case_s(run, state, at.storage) / 3600
         need = "" if state == "collected" else f"at most {hours:4.1f} h"
         command = shown(run, at.storage)
         lines.append(f"{run.name:34} {state:11} issues {run.issues:6} {need:13}  {command}")
-    done = sum(" collected " in line for line in lines)
     return "\n".join([*lines, f"[records] {done} of {len(PLAN)} runs collected"])
 
 
