@@ -23,6 +23,7 @@ Broken pieces (truncated ``result.json`` lines, empty or half-written trial fold
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import gzip
 import os
 import sys
@@ -397,6 +398,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "CSV file to write (e.g. results/cabs/runs.csv; a name ending in .csv.gz is gzipped); a "
         "folder gets runs.csv inside it",
     )
+    parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out the experiments whose name matches GLOB (fnmatch, e.g. "
+        "'cabs-base-5seeds-*': runs of record that later runs replaced); repeatable; a GLOB "
+        "that matches no experiment is an error",
+    )
+
+
+def drop_experiments(runs: pd.DataFrame, globs: Sequence[str]) -> pd.DataFrame:
+    """``runs`` without the experiments whose name matches one of ``globs`` (fnmatch); a
+    UsageError (nothing written) for a glob that matches none, or one that leaves no row."""
+    names = pd.Series(runs["experiment"].unique())
+    gone: set[str] = set()
+    for glob in globs:
+        matched = {n for n in names if fnmatch.fnmatchcase(n, glob)}
+        if not matched:
+            raise UsageError(f"--drop {glob!r} matches no experiment of the inputs")
+        gone |= matched
+    kept = runs[~runs["experiment"].isin(gone)]
+    if globs and kept.empty:
+        raise UsageError("--drop leaves out every experiment: nothing to write")
+    return kept.reset_index(drop=True)
 
 
 def csv_target(out: str) -> Path:
@@ -410,8 +436,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: is a directory")
     check_writable(out)
     collection = gather(args.inputs)
+    runs = drop_experiments(collection.runs, args.drop)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write_runs_csv(collection.runs, out)
-    n_trials = collection.runs.groupby(["experiment", "trial_id"]).ngroups
-    print(f"wrote {out}: {len(collection.runs)} rows, {n_trials} trials")
+    write_runs_csv(runs, out)
+    n_trials = runs.groupby(["experiment", "trial_id"]).ngroups
+    dropped = collection.runs["experiment"].nunique() - runs["experiment"].nunique()
+    print(
+        f"wrote {out}: {len(runs)} rows, {n_trials} trials"
+        + (f" ({dropped} experiment(s) left out by --drop)" if dropped else "")
+    )
     return 0

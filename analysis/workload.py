@@ -49,15 +49,19 @@ class Workload:
 
     @cached_property
     def confirmed(self) -> bool:
-        """Whether every compared trial ran to a confirmed target at the workload's target (its
-        run stopped only once a check confirmed it, ``sweeps/harness/confirm.py``): then the
-        verdict, the speedups and the scaling tables use the confirmed target, the first
-        crossing beside. Where some seeds
-        stopped at the first crossing (runs recorded before confirmation), every seed is judged
-        by its first crossing, which all of them recorded."""
+        """Whether every compared benchmark trial ran to a confirmed target at the workload's
+        target (its run stopped only once a check confirmed it, ``sweeps/harness/confirm.py``):
+        then the verdict, the speedups and the scaling tables use the confirmed target, the
+        first crossing beside. Where some seeds stopped at the first crossing (runs recorded
+        before confirmation), every seed is judged by its first crossing, which all of them
+        recorded. A sweep's best trial (a search does not stop at a target) does not decide
+        where benchmarks were run: the summary ranks it after every benchmark of its algorithm,
+        and at the confirmed target it has no row (it is in the first crossing's tables)."""
         if self.selected.empty or "confirm_target" not in self.selected.columns:
             return False
-        return bool((self.selected["confirm_target"] == self.target).all())
+        compared = self.selected[self.selected["kind"] != "sweep"]
+        compared = compared if len(compared) else self.selected
+        return bool((compared["confirm_target"] == self.target).all())
 
     @property
     def signal(self) -> str:

@@ -12,6 +12,7 @@ How to run
     python -m benchmarks.pong_records                     # every run: status, issues, command
     python -m benchmarks.pong_records --hours 2.5 --dry-run   # what fits in 2.5 hours, and why
     nohup python -m benchmarks.pong_records --hours 2.5 --commit > records.log 2>&1 &
+    nohup python -m benchmarks.pong_records --hours 2.5 --fill --commit > records.log 2>&1 &
 
 With ``--hours`` it takes the runs not yet collected in order and runs each whose worst case fits
 in the hours left: its training budget (what an interrupted run still has of it) times
@@ -21,6 +22,13 @@ interrupted run of a killed queue is resumed from its last checkpoint instead), 
 table, and the report over every collected table regenerated; with ``--commit``, a commit of
 those files alone. The first run that fails stops the queue (exit 1). Nothing else may run
 beside it: the runs time training on the whole machine.
+
+The hours given are a hard end: a run still training then is stopped as Ctrl-C stops it (it saves
+where it was, and is left *interrupted*: the next queue resumes it from its last checkpoint).
+With ``--fill`` the queue uses the end of its hours too: when the next run does not fit, it is
+started anyway (once at least ``MIN_FILL_S`` are left) and stopped at the end. A resumed run's
+seconds then come from two stretches, whose machines may differ in speed; its env steps compare
+as any run's. Ctrl-C on the queue stops the run going the same way, and the queue with it.
 
 Results to expect
 -----------------
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -54,6 +63,10 @@ STORAGE = Path("runs/benchmark")
 # start-up, off the training clock; the committed runs: 1.01-1.06), and what every run adds.
 WALL_PER_TRAIN_S = 1.1
 FIXED_S = 900.0
+# --fill: the least time worth starting a run that does not fit (Ray's start, the first
+# checkpoint), and what a run stopped at the end may take to save and shut Ray down.
+MIN_FILL_S = 1200.0
+STOP_GRACE_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -205,23 +218,56 @@ def report_command(results: Path) -> list[str]:
     return [sys.executable, "-m", "analysis", "report", *tables, "--out", str(results)]
 
 
-def _call(cmd: list[str], log: str) -> int:
+class StoppedAtEnd(Exception):
+    """A run still training when the queue's hours ran out, stopped as Ctrl-C stops it."""
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Stop ``proc``'s process group as Ctrl-C at a terminal does (SIGINT to each process: the
+    sweep saves where it was; Ray's own processes ignore it), then wait for it; a group still
+    there after ``STOP_GRACE_S``, or a second Ctrl-C here, is killed."""
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def _call(cmd: list[str], log: str, end: float | None = None) -> int:
+    """Run ``cmd`` in a process group of its own and return its exit status. At ``end``
+    (``time.monotonic()``) it is stopped and StoppedAtEnd raised; at a Ctrl-C here, stopped the
+    same way before the KeyboardInterrupt goes on."""
     print(f"[records] {log}: {shlex.join(cmd)}", flush=True)
-    return subprocess.call(cmd)
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        return proc.wait(None if end is None else max(end - time.monotonic(), 0.0))
+    except subprocess.TimeoutExpired:
+        print(f"[records] {log}: the queue's hours are up; stopping it as Ctrl-C would", flush=True)
+        _stop(proc)
+        raise StoppedAtEnd from None
+    except KeyboardInterrupt:
+        _stop(proc)
+        raise
 
 
-def execute(run: RecordRun, state: str, at: Places, commit: bool) -> int:
-    """Run (or resume) ``run``, collect its rows, regenerate its report, commit if asked."""
+def execute(run: RecordRun, state: str, at: Places, commit: bool, end: float | None = None) -> int:
+    """Run (or resume) ``run`` (stopped at ``end``: StoppedAtEnd), collect its rows, regenerate
+    its report, commit if asked."""
     results, checks, storage = at.results, at.checks, at.storage
     if state == "interrupted":
-        rc = _call(resume_command(run, storage), f"{run.name}: resuming")
+        rc = _call(resume_command(run, storage), f"{run.name}: resuming", end)
         if rc == 0 and not run.one_core:
             folder = str(experiment_folder(run, storage))
             games = ["--episodes", str(PONG.benchmark_final_episodes), "--sampled"]
             evaluate = [sys.executable, "-m", "sweeps.evaluate", folder, *games]
             rc = _call(evaluate, f"{run.name}: final games")
     elif state == "to do":
-        rc = _call(run.command(storage), f"{run.name}: running")
+        rc = _call(run.command(storage), f"{run.name}: running", end)
     else:
         rc = 0
     if rc != 0:
@@ -253,6 +299,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=positive_float,
         default=None,
         help="run what fits in these hours, in order; without it: list the runs",
+    )
+    p.add_argument(
+        "--fill",
+        action="store_true",
+        help="with --hours: when the next run does not fit, start it anyway and stop it at the "
+        "end of the hours (the next queue resumes it)",
     )
     p.add_argument("--dry-run", action="store_true", help="with --hours: say what would run")
     p.add_argument("--commit", action="store_true", help="commit each run's table and report")
@@ -313,18 +365,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         need = worst_case_s(run, state, at.storage)
         left = deadline - time.monotonic()
-        if need > left:
+        fills = args.fill and need > left >= MIN_FILL_S
+        if need > left and not fills:
             print(
                 f"[records] {run.name} ({state}): skipped, at most {need / 3600:.1f} h "
                 f"and {left / 3600:.1f} h left",
                 flush=True,
             )
             continue
+        what = f"at most {need / 3600:.1f} h" + (
+            f", stopped after {left / 3600:.1f} h (--fill)" if fills else ""
+        )
         if args.dry_run:
-            print(f"[records] {run.name} ({state}): would run, at most {need / 3600:.1f} h")
-            deadline -= need
+            print(f"[records] {run.name} ({state}): would run, {what}", flush=True)
+            deadline -= min(need, left)
             continue
-        rc = execute(run, state, at, args.commit)
+        print(f"[records] {run.name} ({state}): {what}", flush=True)
+        try:
+            rc = execute(run, state, at, args.commit, end=deadline - FIXED_S / 3)
+        except StoppedAtEnd:
+            print(
+                f"[records] {run.name}: stopped at the end of the hours, left interrupted "
+                "(the next queue resumes it)",
+                flush=True,
+            )
+            return 0
+        except KeyboardInterrupt:
+            print(f"[records] {run.name}: interrupted; the next queue resumes it", file=sys.stderr)
+            return 130
         if rc != 0:
             print(f"[records] {run.name}: exit {rc}; the queue stops here", file=sys.stderr)
             return 1

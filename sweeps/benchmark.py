@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sweeps.baselines.hyperparams import ALGOS as BASELINE_ALGOS
+from sweeps.harness import recovery
 from sweeps.harness.cli import (
     RECORDED_BEFORE,
     add_gym_arguments,
@@ -101,6 +102,8 @@ BASELINES = tuple(BASELINE_ALGOS)
 # Run records a benchmark reuses: the run ended (a "failed" one had errored trials and counts as a
 # failed configuration again); a "running" or "interrupted" one did not.
 REUSABLE = ("finished", "failed")
+# The exit status of a sweep (and of this command) stopped by Ctrl-C (harness/runner.run).
+INTERRUPTED_RC = 130
 # Algorithm-config keys the runner sets from the cluster after the tuned defaults (GPU learner,
 # env-runner resources, placement): a reused run may differ in them.
 PLACEMENT_KEYS = ("num_gpus_per_learner", "custom_resources_per_env_runner", "placement_strategy")
@@ -577,14 +580,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         cmd = [sys.executable, "-m", run.module, *run.flags]
         print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
         started = time.monotonic()
-        rc = subprocess.call(cmd)
+        rc = recovery.call_to_its_end(cmd)
+        if rc == INTERRUPTED_RC:  # Ctrl-C: the sweep saved where it was; nothing runs after it
+            print(
+                f"{step}: interrupted; continue it with {run.command} --resume {run.folder}, "
+                "then run this benchmark again (it reuses every finished configuration)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return INTERRUPTED_RC
         if (run.folder / RECORD_FILE).exists():
             folders.append(str(run.folder))
         if rc != 0:
             failures.append(f"{run.folder.name} (exit {rc})")
         elif _final_episodes(args):
             evaluate = [sys.executable, "-m", "sweeps.evaluate", str(run.folder)]
-            subprocess.call([*evaluate, "--episodes", str(_final_episodes(args)), "--sampled"])
+            games = ["--episodes", str(_final_episodes(args)), "--sampled"]
+            if recovery.call_to_its_end([*evaluate, *games]) == INTERRUPTED_RC:
+                print(f"{step}: its final games interrupted", file=sys.stderr, flush=True)
+                return INTERRUPTED_RC
         print(
             f"{step}: {'done' if rc == 0 else f'exit {rc}'} in {time.monotonic() - started:.0f} s"
             f" ({time.monotonic() - t0:.0f} s since the benchmark started)",

@@ -333,6 +333,25 @@ def test_git_dirty_is_a_bool_in_a_checkout():
     assert isinstance(git_dirty(), bool)
 
 
+def test_collect_drop_leaves_out_replaced_runs_and_refuses_a_glob_that_matches_none(
+    runs, tmp_path, capsys
+):
+    table = tmp_path / "all.csv.gz"
+    collect.write_runs_csv(runs, table)
+    names = sorted(runs["experiment"].unique())
+    assert len(names) >= 2
+    out = tmp_path / "kept.csv.gz"
+    assert main(["collect", str(table), "--drop", names[0], "--out", str(out)]) == 0
+    kept = collect.read_runs_csv(out)
+    assert set(kept["experiment"]) == set(names[1:])
+    assert len(kept) == (runs["experiment"] != names[0]).sum()
+    assert "left out by --drop" in capsys.readouterr().out
+    bad = tmp_path / "bad.csv.gz"
+    assert main(["collect", str(table), "--drop", "no-such-*", "--out", str(bad)]) == 2
+    assert not bad.exists()
+    assert "matches no experiment" in capsys.readouterr().err
+
+
 def test_collect_trial_status(runs):
     status = runs.drop_duplicates(["experiment", "trial_id"]).set_index("trial_id")
     sweep = status[status["experiment"] == "apex_sweep"]["trial_status"].to_dict()

@@ -1,13 +1,18 @@
 """The benchmark orchestrator (``python -m sweeps.benchmark``): what it runs, in which order, what
-it reuses, and that bad input is refused before anything runs. ``subprocess.call`` is replaced by a
-recorder, so no test here starts Ray; the sweeps it launches are tested in test_sweeps.py."""
+it reuses, and that bad input is refused before anything runs. ``subprocess.call`` and the
+sweeps' calls (``recovery.call_to_its_end``) are replaced by a recorder, so no test here starts
+Ray; the sweeps it launches are tested in test_sweeps.py."""
 
 from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -51,6 +56,7 @@ def calls(monkeypatch):
         return 0  # the report
 
     monkeypatch.setattr(benchmark.subprocess, "call", fake_call)
+    monkeypatch.setattr(benchmark.recovery, "call_to_its_end", fake_call)
     return recorded
 
 
@@ -292,3 +298,47 @@ def test_pong_runs_end_with_an_evaluation_of_the_final_policies(calls, tmp_path)
     cabs = ["--algos", "apex", "--benchmark-seeds", "1", "--storage-path", str(storage)]
     assert benchmark.main([*cabs, "--name", "c"]) == 0
     assert "sweeps.evaluate" not in [c[2] for c in calls]
+
+
+def test_a_sweep_stopped_by_ctrl_c_stops_the_benchmark_with_how_to_go_on(calls, tmp_path, capsys):
+    argv = ["--env", "cabs", "--algos", "dqn,apex", "--num-env-runners", "1"]
+    argv += ["--storage-path", str(tmp_path), "--name", "b", "--stop-train-time-s", "5"]
+    calls.exit_codes["b-dqn-r1"] = benchmark.INTERRUPTED_RC
+    assert benchmark.main(argv) == benchmark.INTERRUPTED_RC
+    assert len(calls) == 1  # no second configuration, no report
+    err = capsys.readouterr().err
+    assert f"--resume {tmp_path / 'b' / 'b-dqn-r1'}" in err
+
+
+# As a sweep stops at Ctrl-C: the signal noted, a moment to save, exit 130.
+SAVER = """
+import signal, sys, time
+def stop(*_):
+    time.sleep(1.0)
+    open(sys.argv[1], "w").write("saved")
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+open(sys.argv[1] + ".started", "w").write("")
+time.sleep(60)
+"""
+
+
+def test_a_ctrl_c_lets_the_sweep_finish_its_clean_stop(tmp_path):
+    """Ctrl-C reaches the benchmark and its sweep (one process group). subprocess.call killed
+    the sweep 0.25 s later, before its last save; the benchmark now waits for it."""
+    saved = tmp_path / "saved"
+    parent = (
+        "import sys; from sweeps.harness.recovery import call_to_its_end; "
+        f"sys.exit(call_to_its_end([sys.executable, '-c', {SAVER!r}, {str(saved)!r}]))"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not Path(f"{saved}.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C at a terminal
+        assert proc.wait(30) == 130
+        assert saved.read_text() == "saved"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

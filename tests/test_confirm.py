@@ -326,6 +326,27 @@ def test_a_report_judges_by_the_confirmed_target_where_every_run_confirmed_it():
     assert confirmed_section(w_old) == []
 
 
+def test_a_sweep_beside_confirmed_benchmarks_leaves_them_judged_by_the_confirmed_target():
+    """A search does not stop at a target, so its best trial never has a confirmation; where
+    benchmarks were run it does not decide (the main cab report: the main job's sweeps beside
+    the runs of record), and it has no row at the confirmed target."""
+    from analysis import tables, workload
+
+    sweep = [
+        {**row, "kind": "sweep", "experiment": "search", "final_eval_return": 18.5}
+        for row in _trial(9, [5, 18.4, 18.6], {}, confirm_target=np.nan)
+    ]
+    runs = _runs(_trial(0, [5, 18.2], {2: 19.0}) + _trial(1, [5, 18.0], {2: 19.0}) + sweep)
+    (w,) = workload.workloads(runs)
+    assert "sweep" in set(w.selected["kind"])
+    assert w.confirmed and w.signal == tables.CONFIRMED
+    assert set(w.at(tables.CONFIRMED)["kind"]) == {"benchmark"}
+    assert "sweep" in set(w.at("return_mean")["kind"])  # in the first crossing's tables
+    # Only sweeps: nothing confirmed, judged by the first crossing.
+    (only,) = workload.workloads(_runs(sweep))
+    assert not only.confirmed
+
+
 # --- the runner ------------------------------------------------------------------------------
 
 

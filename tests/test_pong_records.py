@@ -5,6 +5,7 @@ only what fits in the hours given. Nothing here runs Pong."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -109,10 +110,64 @@ def test_a_run_that_fails_stops_the_queue_before_collecting(tmp_path, monkeypatc
     if state == "interrupted":
         _record(at.storage / run.name / f"{run.name}-appo", "running")
     calls = []
-    monkeypatch.setattr(records, "_call", lambda cmd, log: calls.append(cmd) or 3)
+    monkeypatch.setattr(records, "_call", lambda cmd, log, end=None: calls.append(cmd) or 3)
     assert records.execute(run, state, at, commit=True) == 3
     assert len(calls) == 1 and "analysis" not in calls[0]
     assert ("--resume" in calls[0]) == (state == "interrupted")
     assert (
         "sweeps.appo_pong" in calls[0] if state == "interrupted" else "sweeps.benchmark" in calls[0]
     )
+
+
+def test_fill_starts_the_run_that_does_not_fit_and_only_with_time_worth_it(tmp_path, capsys):
+    at = _places(tmp_path)
+    argv = ["--results", str(at.results), "--checks", str(at.checks)]
+    argv += ["--storage-path", str(at.storage), "--dry-run", "--fill"]
+    assert records.main([*argv, "--hours", "1"]) == 0
+    would = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
+    # One hour holds none of the runs: the first is started and stopped at the end, alone.
+    assert len(would) == 1 and records.PLAN[0].name in would[0] and "(--fill)" in would[0]
+    assert records.main([*argv, "--hours", str(records.MIN_FILL_S / 3600 * 0.9)]) == 0
+    assert "would run" not in capsys.readouterr().out
+
+
+# A child that stops as a sweep does at Ctrl-C: it notes the signal, takes a moment to save, and
+# exits 130. Its own child shares its process group, as the sweep's Ray processes do.
+SAVER = """
+import signal, subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+def stop(*_):
+    time.sleep(0.5)
+    open(sys.argv[1], "w").write("saved")
+    sys.exit(130)
+signal.signal(signal.SIGINT, stop)
+open(sys.argv[1] + ".started", "w").write("")
+time.sleep(60)
+"""
+
+
+def _group_gone(pgid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(tmp_path, monkeypatch):
+    saved = tmp_path / "saved"
+    started = []
+    popen = subprocess.Popen
+    monkeypatch.setattr(
+        records.subprocess, "Popen", lambda *a, **kw: started.append(popen(*a, **kw)) or started[-1]
+    )
+    t0 = time.monotonic()
+    with pytest.raises(records.StoppedAtEnd):
+        records._call([sys.executable, "-c", SAVER, str(saved)], "a run", time.monotonic() + 3)
+    assert saved.read_text() == "saved"  # its clean stop ran to its end before the queue went on
+    assert time.monotonic() - t0 < 30
+    assert _group_gone(started[0].pid)  # and nothing of its process group outlived it
+    assert records._call([sys.executable, "-c", "raise SystemExit(4)"], "a short one") == 4

@@ -1,7 +1,8 @@
 """Interruption, failures and resume for the shared runner: Ctrl-C/SIGTERM noted for a clean stop
 (``stop_signals_noted``, ``on_stop_signal``, ``INTERRUPTED``), every trial failure appended to
 ``failures.jsonl`` (``FailureLog``, ``read_failures``), how often Tune saves its experiment
-state, the run record of a resumed sweep (``resumed_record``), a trial's result files trimmed to
+state, a child sweep or tool left to stop cleanly at a Ctrl-C (``call_to_its_end``), the run
+record of a resumed sweep (``resumed_record``), a trial's result files trimmed to
 its checkpoint when it restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial
 pointed at a newer checkpoint when the one the saved state names is gone (``CheckpointGuard``),
 and the Optuna trials a killed driver left RUNNING (``close_stale_study_trials``).
@@ -14,8 +15,9 @@ import csv
 import datetime as dt
 import json
 import signal
+import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -80,6 +82,23 @@ def stop_signals_noted() -> Iterator[None]:
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+
+
+def call_to_its_end(cmd: Sequence[str]) -> int:
+    """Run ``cmd`` (a sweep or one of its tools, in this process's group) and return its exit
+    status (130: it was interrupted), waiting through Ctrl-C for it to stop cleanly.
+
+    A Ctrl-C at a terminal (or SIGINT to the process group) reaches the child as well as this
+    process. ``subprocess.call`` kills the child 0.25 s after it, before the child's own clean
+    stop (Tune's last experiment-state save, its run record) is done, and leaves it to be resumed
+    from whatever was saved before. Here this process waits; a second Ctrl-C reaches the child
+    too, and the child stops at once (``on_stop_signal``)."""
+    with subprocess.Popen(list(cmd)) as proc:
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:
+                continue
 
 
 class InterruptWatch(Callback):
