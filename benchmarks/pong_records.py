@@ -369,7 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if need > left and not fills:
             print(
                 f"[records] {run.name} ({state}): skipped, at most {need / 3600:.1f} h "
-                f"and {left / 3600:.1f} h left",
+                f"and {max(left, 0.0) / 3600:.1f} h left",
                 flush=True,
             )
             continue

@@ -20,6 +20,7 @@ import pytest
 from sweeps import benchmark
 from sweeps.harness.record import jsonable
 from sweeps.harness.runner import parse
+from tests import stopping_child
 
 
 class Calls(list):
@@ -310,26 +311,13 @@ def test_a_sweep_stopped_by_ctrl_c_stops_the_benchmark_with_how_to_go_on(calls, 
     assert f"--resume {tmp_path / 'b' / 'b-dqn-r1'}" in err
 
 
-# As a sweep stops at Ctrl-C: the signal noted, a moment to save, exit 130.
-SAVER = """
-import signal, sys, time
-def stop(*_):
-    time.sleep(1.0)
-    open(sys.argv[1], "w").write("saved")
-    sys.exit(130)
-signal.signal(signal.SIGINT, stop)
-open(sys.argv[1] + ".started", "w").write("")
-time.sleep(60)
-"""
-
-
 def test_a_ctrl_c_lets_the_sweep_finish_its_clean_stop(tmp_path):
     """Ctrl-C reaches the benchmark and its sweep (one process group). subprocess.call killed
     the sweep 0.25 s later, before its last save; the benchmark now waits for it."""
     saved = tmp_path / "saved"
     parent = (
         "import sys; from sweeps.harness.recovery import call_to_its_end; "
-        f"sys.exit(call_to_its_end([sys.executable, '-c', {SAVER!r}, {str(saved)!r}]))"
+        f"sys.exit(call_to_its_end({[*stopping_child.COMMAND, str(saved)]!r}))"
     )
     proc = subprocess.Popen([sys.executable, "-c", parent], start_new_session=True)
     try:

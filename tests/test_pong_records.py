@@ -16,6 +16,7 @@ import pytest
 from benchmarks import pong_records as records
 from sweeps import benchmark
 from sweeps.harness.record import RECORD_FILE
+from tests import stopping_child
 
 
 def _places(tmp_path: Path) -> records.Places:
@@ -131,21 +132,6 @@ def test_fill_starts_the_run_that_does_not_fit_and_only_with_time_worth_it(tmp_p
     assert "would run" not in capsys.readouterr().out
 
 
-# A child that stops as a sweep does at Ctrl-C: it notes the signal, takes a moment to save, and
-# exits 130. Its own child shares its process group, as the sweep's Ray processes do.
-SAVER = """
-import signal, subprocess, sys, time
-subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-def stop(*_):
-    time.sleep(0.5)
-    open(sys.argv[1], "w").write("saved")
-    sys.exit(130)
-signal.signal(signal.SIGINT, stop)
-open(sys.argv[1] + ".started", "w").write("")
-time.sleep(60)
-"""
-
-
 def _group_gone(pgid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
@@ -166,7 +152,7 @@ def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(tmp_path, mo
     )
     t0 = time.monotonic()
     with pytest.raises(records.StoppedAtEnd):
-        records._call([sys.executable, "-c", SAVER, str(saved)], "a run", time.monotonic() + 3)
+        records._call([*stopping_child.COMMAND, str(saved)], "a run", time.monotonic() + 3)
     assert saved.read_text() == "saved"  # its clean stop ran to its end before the queue went on
     assert time.monotonic() - t0 < 30
     assert _group_gone(started[0].pid)  # and nothing of its process group outlived it
