@@ -222,18 +222,27 @@ class StoppedAtEnd(Exception):
     """A run still training when the queue's hours ran out, stopped as Ctrl-C stops it."""
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    """``sig`` to ``proc``'s process group; nothing where the group has already gone (the run
+    may end between the queue's timeout and its signal)."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def _stop(proc: subprocess.Popen) -> None:
     """Stop ``proc``'s process group as Ctrl-C at a terminal does (SIGINT to each process: the
     sweep saves where it was; Ray's own processes ignore it), then wait for it; a group still
     there after ``STOP_GRACE_S``, or a second Ctrl-C here, is killed."""
     try:
-        os.killpg(proc.pid, signal.SIGINT)
+        _signal_group(proc, signal.SIGINT)
         proc.wait(STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _signal_group(proc, signal.SIGKILL)
         proc.wait()
     except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
+        _signal_group(proc, signal.SIGKILL)
         proc.wait()
         raise
 
