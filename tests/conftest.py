@@ -14,6 +14,9 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 # another test run), whose CPUs and GPUs are not the ones the tests expect. Tests that join a
 # cluster pass its address.
 os.environ.setdefault("RAY_ADDRESS", "local")
+# The machine's speed that every sweep measures at its start and end (1 s each): a tenth of it
+# here, where ~60 sweeps pay it and no assertion needs a steady figure (machine_speed.SECONDS_ENV).
+os.environ.setdefault("SWEEPS_MACHINE_SPEED_S", "0.1")
 
 
 @pytest.fixture(scope="session")
@@ -25,13 +28,27 @@ def _ray_session_end():
     ray.shutdown()
 
 
-@pytest.fixture
-def ray_session(_ray_session_end):
-    """A local Ray instance shared by every test that needs one: started on first use and kept
-    for the session; started again if a module that needs its own Ray (``tests/test_cluster.py``,
-    simulated clusters) shut it down in between."""
+def _shared_ray():
     import ray
 
     if not ray.is_initialized():
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     return ray
+
+
+@pytest.fixture
+def ray_session(_ray_session_end):
+    """A local Ray instance shared by every test that needs one: started on first use and kept
+    for the session; started again if a module that needs its own Ray (``tests/test_cluster.py``,
+    simulated clusters) shut it down in between."""
+    return _shared_ray()
+
+
+@pytest.fixture(scope="module")
+def children_join_the_shared_ray(_ray_session_end) -> dict[str, str]:
+    """The environment for a command whose sweeps join the session's Ray (``RAY_ADDRESS``)
+    instead of each starting one of its own, a Ray start fewer per sweep. For commands whose
+    point is not their own Ray (a benchmark's report, a workload's wiring); its sweeps must fit
+    the 2 CPUs."""
+    address = _shared_ray().get_runtime_context().gcs_address
+    return {**os.environ, "RAY_ADDRESS": address}

@@ -376,7 +376,9 @@ def test_where_the_seeds_cannot_tell_but_the_library_leads_the_crossover_is_said
 
 
 @pytest.mark.slow
-def test_a_benchmark_puts_the_baseline_beside_the_four_and_says_which_is_faster(tmp_path):
+def test_a_benchmark_puts_the_baseline_beside_the_four_and_says_which_is_faster(
+    tmp_path, children_join_the_shared_ray
+):
     out = tmp_path / "report"
     cmd = [
         sys.executable, "-m", "sweeps.benchmark",
@@ -390,7 +392,8 @@ def test_a_benchmark_puts_the_baseline_beside_the_four_and_says_which_is_faster(
         "--name", "b",
         "--out", str(out),
     ]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    env = children_join_the_shared_ray
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     report = (out / "REPORT.md").read_text()
     assert "sb3-dqn · one process" in report

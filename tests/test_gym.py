@@ -243,7 +243,7 @@ def test_benchmark_dry_run_routes_any_env_to_the_generic_sweeps(tmp_path, capsys
 
 
 @pytest.fixture(scope="module")
-def corridor_benchmark(tmp_path_factory):
+def corridor_benchmark(tmp_path_factory, children_join_the_shared_ray):
     """``python -m sweeps.benchmark`` on the tests' own env (Discrete observations: one-hot),
     Ape-X and APPO, one seed, a few seconds of training each; its folder and its output."""
     storage = tmp_path_factory.mktemp("bench")
@@ -253,7 +253,8 @@ def corridor_benchmark(tmp_path_factory):
         "--algos", "apex,appo", "--benchmark-seeds", "1", "--stop-train-time-s", "5",
         "--storage-path", str(storage), "--name", "corridor",
     ]  # fmt: skip
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400)
+    env = children_join_the_shared_ray
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400, env=env)
     return storage / "corridor", done
 
 

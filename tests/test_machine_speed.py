@@ -70,10 +70,25 @@ def test_a_workload_without_a_raw_env_or_with_a_broken_one_measures_nothing(caps
     assert failing.env.closed  # the env is closed all the same
 
 
-def test_the_progress_line_says_what_was_measured():
+def test_the_progress_line_says_what_was_measured(monkeypatch):
+    monkeypatch.delenv(machine_speed.SECONDS_ENV, raising=False)  # tests/conftest.py sets it
     assert machine_speed.line(4458.0, "start") == (
         "[sweep] machine speed at the start: 4,458 raw env steps/s "
         "(one process, random actions, the fastest 0.25 s of 1 s)"
+    )
+
+
+def test_a_test_suite_shortens_the_measurement_and_a_bad_value_is_said(monkeypatch, capsys):
+    monkeypatch.setenv(machine_speed.SECONDS_ENV, "0.02")
+    assert machine_speed.run_seconds() == 0.02
+    assert "the fastest 0.005 s of 0.02 s" in machine_speed.line(1.0, "end")
+    monkeypatch.delenv(machine_speed.SECONDS_ENV)
+    assert machine_speed.run_seconds() == machine_speed.RUN_SECONDS
+    monkeypatch.setenv(machine_speed.SECONDS_ENV, "soon")
+    assert machine_speed.measure(NAMED["cabs"], Settings(variant="base")) is None  # run goes on
+    assert capsys.readouterr().out == (
+        "[sweep] machine speed not measured: ValueError: SWEEPS_MACHINE_SPEED_S='soon': "
+        "give the seconds, a number above 0\n"
     )
 
 

@@ -147,7 +147,7 @@ def test_a_sweep_finishes_with_nothing_lost_when_its_worker_node_dies(tmp_path):
     argv = [
         *("--num-samples", "1", "--stop-timesteps", "8000", "--num-env-runners", "1"),
         *("--eval-episodes", "1", "--checkpoint-freq", "1", "--progress-interval-s", "600"),
-        *("--max-failures", "50", "--time-budget-s", "240"),
+        *("--max-failures", "50", "--time-budget-s", "240", "--final-episodes", "0"),
         *("--storage-path", str(tmp_path), "--name", "exp"),
     ]
     run = nodes.node_kills(

@@ -324,7 +324,8 @@ def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Pat
     sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=_faulty_dqn_cabs_config(**fault))
     common = ["--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"]
     budget = ["--stop-timesteps", str(STOP), "--eval-episodes", "1", "--progress-interval-s", "600"]
-    return runner.run(sweep, [*common, *budget, *argv]), tmp_path / "exp"
+    # No held-out games at the end: nothing here reads them (tests/test_held_out.py does).
+    return runner.run(sweep, [*common, *budget, "--final-episodes", "0", *argv]), tmp_path / "exp"
 
 
 def _assert_clock_goes_on(rows: list[dict]) -> None:
@@ -525,6 +526,7 @@ def test_resume_after_sigkill_and_sigterm(tmp_path, ray_session):
         *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "3"),
         *("--max-concurrent-trials", "1", "--stop-timesteps", str(STOP), "--eval-episodes", "1"),
         *("--checkpoint-freq", "1", "--progress-interval-s", "600", "--address", address),
+        *("--final-episodes", "0"),
     ]
     with _sweep_processes() as procs:
         # 1. Start; SIGKILL the driver once a trial finished (its results complete and Tune's
@@ -591,7 +593,7 @@ def test_resumed_trial_keeps_its_clock_and_training_budget(tmp_path, ray_session
         *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
         *("--stop-train-time-s", str(budget_s), "--stop-timesteps", "1000000000"),
         *("--iteration-s", "0.5", "--eval-interval", "0", "--checkpoint-freq", "1"),
-        *("--progress-interval-s", "600", "--address", address),
+        *("--progress-interval-s", "600", "--final-episodes", "0", "--address", address),
     ]
     with _sweep_processes() as procs:
         log1 = tmp_path / "1.log"
@@ -639,7 +641,7 @@ def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_pat
     argv = [
         *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
         *("--stop-timesteps", "8000", "--eval-interval", "0", "--checkpoint-freq", "1"),
-        *("--progress-interval-s", "600", "--address", address),
+        *("--progress-interval-s", "600", "--final-episodes", "0", "--address", address),
     ]
     with _sweep_processes() as procs:
         log1 = tmp_path / "1.log"

@@ -70,10 +70,17 @@ def smoke_ray(_ray_session_end):
     ray.shutdown()
 
 
+# Smoked on the request variant, whose masked modules (Q-values for DQN/Ape-X, logits for
+# IMPALA/APPO) must build and train: their base variant trains in tests/test_budget.py and
+# tests/test_reuse.py (Ape-X) and tests/test_evaluate.py (APPO).
+ON_REQUESTS = ("apex_cabs", "appo_cabs")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", SMOKED)
 def test_smoke(name, tmp_path, smoke_ray, capsys):
-    rc, experiment = _run(name, tmp_path, "--smoke")
+    variant = ("--variant", "requests") if name in ON_REQUESTS else ()
+    rc, experiment = _run(name, tmp_path, "--smoke", *variant)
     assert rc == 0
     # The lasting TensorBoard command is printed at the start.
     out = capsys.readouterr().out
@@ -84,6 +91,8 @@ def test_smoke(name, tmp_path, smoke_ray, capsys):
     record = json.loads((experiment / "run.json").read_text())
     assert record["status"] == "finished"
     assert record["sweep"] == name and record["kind"] == "sweep"
+    if variant:
+        assert record["env_id"] == "CabsRequests-v0"
     assert record["search_space"] and record["hyperparameters"]
     # One signal searches, prunes and stops: greedy on cabs and any other env, the training
     # return on Pong.
@@ -323,6 +332,7 @@ def test_impala_as_test_reaches_target(tmp_path, ray_session):
         "--stop-timesteps", "400000",
         "--stop-reward", "2500",
         "--as-test",
+        "--final-episodes", "0",  # the held-out games at the end: tests/test_held_out.py
     )  # fmt: skip
     assert rc == 0
     (trial,) = _trial_dirs(experiment)
@@ -383,16 +393,6 @@ def test_search_space_records_real_values():
     space = search_space_description(dqn_cabs.sample_params)
     assert space["hp/lr"].startswith("loguniform")
     assert space["hp/one_minus_gamma"].startswith("loguniform")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["apex_cabs", "appo_cabs"])
-def test_smoke_request_variant(name, tmp_path, smoke_ray):
-    """The masked modules (Q-values for DQN/Ape-X, logits for IMPALA/APPO) build and train."""
-    rc, experiment = _run(name, tmp_path, "--smoke", "--num-samples", "1", "--variant", "requests")
-    assert rc == 0
-    record = json.loads((experiment / "run.json").read_text())
-    assert record["env_id"] == "CabsRequests-v0" and record["status"] == "finished"
 
 
 def test_no_sweeps_module_shadows_the_standard_library():

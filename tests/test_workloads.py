@@ -46,23 +46,27 @@ def test_the_benchmark_plans_a_workload_of_ones_own(tmp_path, capsys):
     assert "a DQN sweep only" in capsys.readouterr().err
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess:
+def _run(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+        [sys.executable, "-m", *argv], cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=env,
+    )  # fmt: skip
 
 
-def test_a_toy_workload_in_one_file_sweeps_and_benchmarks(tmp_path):
+@pytest.mark.slow
+def test_a_toy_workload_in_one_file_sweeps_and_benchmarks(tmp_path, children_join_the_shared_ray):
+    env = children_join_the_shared_ray
     sweep = _run(
-        "tests.toy_workload", "--smoke", "--storage-path", str(tmp_path), "--name", "toy-sweep"
-    )
+        env, "tests.toy_workload", "--smoke", "--num-env-runners", "0",
+        "--storage-path", str(tmp_path), "--name", "toy-sweep",
+    )  # fmt: skip
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     record = json.loads((tmp_path / "toy-sweep" / "run.json").read_text())
     assert (record["env"], record["sweep"], record["targets"]) == ("toy", "dqn_toy", [9.0])
     assert record["status"] == "finished"
 
     bench = _run(
-        "sweeps.benchmark", "--env", "tests.toy_workload:TOY", "--algos", "dqn",
+        env, "sweeps.benchmark", "--env", "tests.toy_workload:TOY", "--algos", "dqn",
         "--benchmark-seeds", "1", "--stop-train-time-s", "4", "--storage-path", str(tmp_path),
         "--name", "toy-bench",
     )  # fmt: skip

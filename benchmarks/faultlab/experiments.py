@@ -201,6 +201,8 @@ def process_experiment(args: argparse.Namespace, out: Path) -> list[dict[str, An
             # the target, is read once an iteration (IMPALA's own iterations on the cab env are
             # ~100k env steps, too coarse to compare a faulty run with a fault-free one).
             *("--iteration-s", str(args.iteration_s)),
+            # No held-out games at the end: the report compares env steps to the target.
+            *("--final-episodes", "0"),
         ]
         entry: dict[str, Any] = {"algo": algo, "seed": args.seed, "stop_timesteps": budget}
         for label in ("baseline", "faulty") if args.baseline else ("faulty",):

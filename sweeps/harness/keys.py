@@ -1,10 +1,14 @@
 """Every metric key the suite reads or writes, defined once.
 
-RLlib's keys come from ``ray.rllib.utils.metrics`` (RLlib renamed them before and will again); the
-suite's own keys live under ``SUITE`` in each training result. Keys are tuples (nested dict paths);
-``flat()`` joins them with "/" the way Tune flattens results (``progress.csv``, TensorBoard).
+RLlib's keys are the values of its constants in ``ray.rllib.core`` and ``ray.rllib.utils.metrics``,
+written out here under the same names: importing those modules loads all of RLlib and torch (~3 CPU
+seconds), which ``python -m analysis`` and every light process that reads results would pay for
+eleven strings. RLlib renamed them before and will again: ``tests/test_keys.py`` compares each with
+RLlib's own constant, so an upgrade that renames one fails there, not in a report. The suite's own
+keys live under ``SUITE`` in each training result. Keys are tuples (nested dict paths); ``flat()``
+joins them with "/" the way Tune flattens results (``progress.csv``, TensorBoard).
 
-This module imports only RLlib's constants, so analysis can use it without touching trainer code.
+This module imports nothing of Ray, so analysis can use it without touching trainer code.
 """
 
 from __future__ import annotations
@@ -12,20 +16,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ray.rllib.core import ALL_MODULES, DEFAULT_MODULE_ID
-from ray.rllib.utils.metrics import (
-    ENV_RUNNER_RESULTS,
-    EPISODE_LEN_MEAN,
-    EPISODE_RETURN_MAX,
-    EPISODE_RETURN_MEAN,
-    EPISODE_RETURN_MIN,
-    EVALUATION_RESULTS,
-    LEARNER_RESULTS,
-    NUM_ENV_STEPS_SAMPLED_LIFETIME,
-    NUM_ENV_STEPS_TRAINED_LIFETIME,
-    NUM_EPISODES_LIFETIME,
-    NUM_MODULE_STEPS_TRAINED_LIFETIME,
-)
+# RLlib's constants, by their names there (ray.rllib.core: the first two; ray.rllib.utils.metrics).
+RLLIB_CONSTANTS = (
+    "ALL_MODULES DEFAULT_MODULE_ID ENV_RUNNER_RESULTS EPISODE_LEN_MEAN EPISODE_RETURN_MAX "
+    "EPISODE_RETURN_MEAN EPISODE_RETURN_MIN EVALUATION_RESULTS LEARNER_RESULTS "
+    "NUM_ENV_STEPS_SAMPLED_LIFETIME NUM_ENV_STEPS_TRAINED_LIFETIME NUM_EPISODES_LIFETIME "
+    "NUM_MODULE_STEPS_TRAINED_LIFETIME"
+).split()
+ALL_MODULES = "__all_modules__"
+DEFAULT_MODULE_ID = "default_policy"
+ENV_RUNNER_RESULTS = "env_runners"
+EPISODE_LEN_MEAN = "episode_len_mean"
+EPISODE_RETURN_MAX = "episode_return_max"
+EPISODE_RETURN_MEAN = "episode_return_mean"
+EPISODE_RETURN_MIN = "episode_return_min"
+EVALUATION_RESULTS = "evaluation"
+LEARNER_RESULTS = "learners"
+NUM_ENV_STEPS_SAMPLED_LIFETIME = "num_env_steps_sampled_lifetime"
+NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"
+NUM_EPISODES_LIFETIME = "num_episodes_lifetime"
+NUM_MODULE_STEPS_TRAINED_LIFETIME = "num_module_steps_trained_lifetime"
 
 Key = tuple[str, ...]
 

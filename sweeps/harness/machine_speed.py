@@ -15,6 +15,7 @@ compares differ (``analysis.summary``). Env steps do not depend on the machine.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 from envs.bench import raw_env_rate
@@ -24,8 +25,12 @@ from sweeps.harness.settings import Settings
 if TYPE_CHECKING:
     from sweeps.workloads.base import Workload
 
-RUN_SECONDS = 1.0  # how long a run steps the env at its start and at its end,
-RUN_WINDOWS = 4  # in this many windows, the fastest of which counts
+# How long a run steps the env at its start and at its end, in RUN_WINDOWS windows, the fastest of
+# which counts. SECONDS_ENV shortens it for a test suite, where ~60 sweeps each pay it twice and
+# no assertion needs a steady figure (tests/conftest.py); a run of record keeps the default.
+SECONDS_ENV = "SWEEPS_MACHINE_SPEED_S"
+RUN_SECONDS = 1.0
+RUN_WINDOWS = 4
 
 
 # The env a run measured at its start, kept for its end (``keep``): Pong's vector env of 32
@@ -33,8 +38,22 @@ RUN_WINDOWS = 4  # in this many windows, the fastest of which counts
 _KEPT: dict[str, Any] = {}
 
 
+def run_seconds() -> float:
+    """``RUN_SECONDS``, or ``SECONDS_ENV``'s value where set (an error if no number > 0)."""
+    value = os.environ.get(SECONDS_ENV)
+    if value is None:
+        return RUN_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise ValueError(f"{SECONDS_ENV}={value!r}: give the seconds, a number above 0")
+    return seconds
+
+
 def measure(
-    workload: Workload, args: Settings, seconds: float = RUN_SECONDS, keep: bool = False
+    workload: Workload, args: Settings, seconds: float | None = None, keep: bool = False
 ) -> float | None:
     """The workload's raw env rate in env steps/s, rounded; None where the workload has no raw
     env or building or stepping it failed (said in one line: a run does not fail for it).
@@ -46,6 +65,7 @@ def measure(
     try:
         if env is None:
             env = workload.make_raw_env(args)
+        seconds = run_seconds() if seconds is None else seconds
         rate = float(round(raw_env_rate(env, seconds, windows=RUN_WINDOWS, reset=not kept)))
         if keep:
             _KEPT[key], env = env, None
@@ -64,6 +84,6 @@ def line(rate: float, when: str) -> str:
     """The progress line of one measurement."""
     return (
         f"[sweep] machine speed at the {when}: {rate:,.0f} raw env steps/s "
-        f"(one process, random actions, the fastest {RUN_SECONDS / RUN_WINDOWS:g} s of "
-        f"{RUN_SECONDS:g} s)"
+        f"(one process, random actions, the fastest {run_seconds() / RUN_WINDOWS:g} s of "
+        f"{run_seconds():g} s)"
     )
