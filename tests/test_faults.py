@@ -151,6 +151,35 @@ def test_a_gone_checkpoint_is_replaced_by_none_past_the_logged_rows(tmp_path):
     assert last_logged_iteration(fs, str(tmp_path / "none.json")) == 0
 
 
+def test_a_half_deleted_checkpoint_is_passed_over(tmp_path):
+    """A driver killed while Tune deleted an old checkpoint left its folder half deleted (the
+    random interruptions saw a restore fail on a missing file): each checkpoint's files are
+    listed beside its metrics when it is registered, and one missing a listed file or its
+    metrics file is not whole, so the guard passes it over for the newest whole one."""
+    import types
+
+    import pyarrow.fs as pafs
+    from ray.tune import Checkpoint
+
+    from sweeps.harness.recovery import CheckpointGuard, newest_checkpoint
+
+    fs, trial_dir = pafs.LocalFileSystem(), tmp_path / "t"
+    guard = CheckpointGuard()
+    for index in (1, 2, 3):
+        folder = trial_dir / f"checkpoint_{index:06d}"
+        (folder / "learner").mkdir(parents=True)
+        (folder / "learner" / "state.pkl").write_bytes(b"x" * index)
+        (folder / "algorithm_state.pkl").write_bytes(b"y")
+        trial = types.SimpleNamespace(last_result={"training_iteration": 2 * index})
+        guard.on_checkpoint(0, [], trial, Checkpoint(str(folder)))
+    assert newest_checkpoint(fs, str(trial_dir))[1:] == (3, {"training_iteration": 6})
+    (trial_dir / "checkpoint_000003" / "learner" / "state.pkl").unlink()  # cut short here,
+    (trial_dir / "checkpoint_000002" / "sweep_checkpoint_metrics.json").unlink()  # and here
+    assert newest_checkpoint(fs, str(trial_dir))[1:] == (1, {"training_iteration": 2})
+    (trial_dir / "checkpoint_000001" / "algorithm_state.pkl").write_bytes(b"yy")  # not its own
+    assert newest_checkpoint(fs, str(trial_dir)) is None
+
+
 @pytest.mark.slow
 def test_retried_trial_leaves_no_row_twice(tmp_path, ray_session):
     """A trial that fails after reporting past its checkpoint is retried from the checkpoint;

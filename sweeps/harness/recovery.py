@@ -196,6 +196,7 @@ def resumed_record(
 # Beside each checkpoint's files: the metrics Tune restores a trial's counters from (its
 # iteration, clock, env steps), which Tune itself keeps only in the experiment state.
 CHECKPOINT_METRICS_FILE = "sweep_checkpoint_metrics.json"
+_FILES = "files"  # in that file: the checkpoint's own files and sizes, to tell a whole one
 _RESTORED_METRICS = (TRAINING_ITERATION, TIME_TOTAL_S, TIMESTEPS_TOTAL, EPISODES_TOTAL)
 
 
@@ -207,11 +208,13 @@ class CheckpointGuard(Callback):
     ``EXPERIMENT_STATE_PERIOD_S``, or forced after ``num_to_keep`` checkpoints). A driver killed
     in between (SIGKILL, a lost node) leaves a saved state naming a deleted checkpoint; on
     ``--resume`` the trial then failed its restore on every retry ("Could not recover from
-    checkpoint as it does not exist on storage anymore") and the sweep ended in error. Here
-    each checkpoint gets its metrics written beside it (``on_checkpoint``), and a pending trial
-    whose checkpoint is gone is pointed, before it starts, at the newest one in its folder that
-    has them and whose rows its result.json holds: it goes on from there, its clock and counters
-    restored. With none, it starts over.
+    checkpoint as it does not exist on storage anymore") and the sweep ended in error. A driver
+    killed *while* Tune deleted it leaves the folder half deleted, and the restore failed on a
+    missing file instead (tests/test_faults.py's random interruptions, once in a few runs).
+    Here each checkpoint gets its metrics and the list of its files written beside them
+    (``on_checkpoint``), and a pending trial whose checkpoint is gone or lacks a listed file is
+    pointed, before it starts, at the newest whole one in its folder whose rows its result.json
+    holds: it goes on from there, its clock and counters restored. With none, it starts over.
     Tune's checkpoint manager is changed through ``sweeps.seams.checkpointing``.
     """
 
@@ -221,6 +224,10 @@ class CheckpointGuard(Callback):
     def on_checkpoint(self, iteration, trials, trial, checkpoint, **info):
         result = trial.last_result or {}
         metrics = {k: result[k] for k in _RESTORED_METRICS if result.get(k) is not None}
+        try:
+            metrics[_FILES] = _files(checkpoint.filesystem, checkpoint.path)
+        except OSError:  # unlisted: judged by its metrics file alone, as before the list
+            pass
         try:
             with checkpoint.filesystem.open_output_stream(
                 f"{checkpoint.path}/{CHECKPOINT_METRICS_FILE}"
@@ -245,7 +252,8 @@ class CheckpointGuard(Callback):
         self._checked.add(key)
         fs = checkpoint.filesystem
         if fs.get_file_info(checkpoint.path).type != pafs.FileType.NotFound:
-            return
+            if _metrics_if_whole(fs, checkpoint.path) is not None:
+                return
         manager = trial.run_metadata.checkpoint_manager
         trial_dir = str(PurePosixPath(checkpoint.path).parent)
         logged = last_logged_iteration(fs, f"{trial_dir}/{EXPR_RESULT_FILE}")
@@ -254,8 +262,8 @@ class CheckpointGuard(Callback):
         if found is None:
             checkpointing.forget_checkpoints(manager)
             print(
-                f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone and no newer "
-                "one has its metrics and rows: it starts over",
+                f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (or half deleted) "
+                "and no newer one has its metrics and rows: it starts over",
                 flush=True,
             )
             return
@@ -264,8 +272,9 @@ class CheckpointGuard(Callback):
         trial.storage.current_checkpoint_index = index  # its next checkpoint: index + 1
         self._checked.add((trial.trial_id, path))
         print(
-            f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (deleted after "
-            f"the last saved experiment state); it restarts from {PurePosixPath(path).name} "
+            f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone or half deleted "
+            "(deleted after the last saved experiment state); it restarts from "
+            f"{PurePosixPath(path).name} "
             f"(iteration {metrics[TRAINING_ITERATION]})",
             flush=True,
         )
@@ -290,16 +299,45 @@ def newest_checkpoint(
             if suffix.isdigit():
                 found.append((int(suffix), info.path))
     for index, path in sorted(found, reverse=True):
-        try:
-            with fs.open_input_stream(f"{path}/{CHECKPOINT_METRICS_FILE}") as f:
-                metrics = json.loads(f.read())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(metrics, dict) or TRAINING_ITERATION not in metrics:
+        metrics = _metrics_if_whole(fs, path)
+        if metrics is None:
             continue
         if up_to is None or metrics[TRAINING_ITERATION] <= up_to:
             return path, index, metrics
     return None
+
+
+def _files(fs: Any, path: str) -> dict[str, int]:
+    """Every file under checkpoint folder ``path``: its path there and its size."""
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    return {
+        str(PurePosixPath(i.path).relative_to(path)): i.size
+        for i in infos
+        if i.type == pafs.FileType.File
+    }
+
+
+def _metrics_if_whole(fs: Any, path: str) -> dict[str, Any] | None:
+    """The restored metrics of checkpoint folder ``path`` (``on_checkpoint``'s file), or None
+    where it is not whole: its metrics file gone or unreadable (a deletion cut short takes it
+    as soon as any other file), or a file its list names missing or of another size. A
+    checkpoint saved before the list existed is judged by its metrics file alone."""
+    try:
+        with fs.open_input_stream(f"{path}/{CHECKPOINT_METRICS_FILE}") as f:
+            metrics = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(metrics, dict) or TRAINING_ITERATION not in metrics:
+        return None
+    listed = metrics.pop(_FILES, None)
+    if listed is not None:
+        try:
+            present = _files(fs, path)
+        except OSError:
+            return None
+        if any(present.get(name) != size for name, size in listed.items()):
+            return None
+    return metrics
 
 
 # ------------------------------------------------------------------------------------------------
