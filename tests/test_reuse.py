@@ -17,6 +17,9 @@ from sweeps.algorithms.apex import ApexDQN, ApexDQNConfig, cabs_config
 from sweeps.harness import keys
 from sweeps.seams.reuse import ReusableTrial, reusable
 
+# Env steps the env runners sampled in one iteration (RLlib reduces it per iteration).
+PER_ITERATION_SAMPLED = (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED)
+
 register_envs()  # (as tests/test_apex.py: the env runners find the cab env by id)
 
 
@@ -141,16 +144,23 @@ class TestReusedActorStartsClean:
     def test_metrics_restart_and_match_a_new_algorithms_first_iteration(
         self, reused_and_new, ray_session
     ):
+        # Counted from zero: the lifetime count is this algorithm's own iterations' samples
+        # (how many a 0.5 s iteration samples depends on the machine's speed, so it is not
+        # compared with the last trial's total).
         last_trial = keys.get(reused_and_new["trained"][-1], keys.ENV_STEPS_SAMPLED)
+        assert last_trial > 0
         for algo in (reused_and_new["reused"], reused_and_new["new"]):
             result = algo.train()
             assert result["training_iteration"] == 1
-            # An iteration is 0.5 s: on a loaded machine the first can end before the env
-            # runner's first batch (no samples counted yet); the next ones then count them.
+            sampled = [keys.get(result, PER_ITERATION_SAMPLED, 0)]
+            # On a loaded machine the first iteration can end before the env runner's first
+            # batch (no samples counted yet); the next ones then count them.
             while not keys.get(result, keys.ENV_STEPS_SAMPLED) and result["training_iteration"] < 5:
                 result = algo.train()
+                sampled.append(keys.get(result, PER_ITERATION_SAMPLED, 0))
             steps = keys.get(result, keys.ENV_STEPS_SAMPLED)
-            assert 0 < steps < last_trial, "counted on from the last trial's"
+            assert steps > 0
+            assert steps == sum(sampled), "counted on from the last trial's"
         assert reused_and_new["reused"].trials_in_actor == 2
 
 
