@@ -17,6 +17,11 @@ os.environ.setdefault("RAY_ADDRESS", "local")
 # The machine's speed that every sweep measures at its start and end (1 s each): a tenth of it
 # here, where ~60 sweeps pay it and no assertion needs a steady figure (machine_speed.SECONDS_ENV).
 os.environ.setdefault("SWEEPS_MACHINE_SPEED_S", "0.1")
+# Ray starts as many idle Python workers as the node has CPUs when its first driver connects
+# (the raylet's prestart, for a first task's latency). The tests start ~20 Rays and simulated
+# clusters, whose prestarted workers mostly sat idle, each having imported Ray; without them a
+# worker starts when an actor or task asks for one.
+os.environ.setdefault("RAY_prestart_worker_first_driver", "0")
 
 
 @pytest.fixture(scope="session")

@@ -493,37 +493,6 @@ def test_s3_storage_path_reaches_tune_untouched(tmp_path, monkeypatch):
     assert not (tmp_path / "s3:").exists()
 
 
-def test_file_uri_sweep_end_to_end(tmp_path, capsys, ray_session, monkeypatch):
-    """--storage-path file:///abs/runs: a smoke sweep writes its folder there (Tune's files,
-    run.json), the URI kept as given in what it prints and records."""
-    import json
-
-    from sweeps import dqn_cabs
-
-    monkeypatch.chdir(tmp_path)  # where a local folder named "file:" would appear
-    uri = (tmp_path / "runs").as_uri()
-    db = f"sqlite:///{tmp_path}/optuna/sweeps.db"  # its folder does not exist yet
-    argv = ["--smoke", "--num-samples", "1", "--storage-path", uri, "--name", "exp"]
-    assert dqn_cabs.main([*argv, "--optuna-storage", db]) == 0
-    out = capsys.readouterr().out
-    assert f"[sweep] run folder: {uri}/exp" in out
-    assert f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp" in out
-    folder = tmp_path / "runs" / "exp"
-    record = json.loads((folder / "run.json").read_text())
-    assert record["status"] == "finished" and record["args"]["storage_path"] == uri
-    (trial,) = [p for p in folder.iterdir() if p.name.startswith("DQN_")]
-    assert (trial / "result.json").read_text().strip()
-    assert not (tmp_path / "file:").exists()
-    # One TensorBoard command, the lasting one (at the start and again at the end); Tune's own,
-    # into Ray's temporary session folder, is not shown.
-    tensorboard = {line for line in out.splitlines() if "tensorboard --logdir" in line}
-    assert tensorboard == {f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp"}
-    # The Optuna study outlives the sweep: Optuna's own tools open it by the run's name.
-    assert f"[sweep] Optuna study: optuna.load_study(study_name='exp', storage='{db}')" in out
-    (done,) = _load_study("exp", db).trials
-    assert done.state.name == "COMPLETE" and done.value is not None
-
-
 def _load_study(name: str, url: str):
     import optuna
 

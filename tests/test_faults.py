@@ -8,7 +8,6 @@ the end.
 from __future__ import annotations
 
 import csv
-import dataclasses
 import importlib.util
 import json
 import random
@@ -178,43 +177,6 @@ def test_a_half_deleted_checkpoint_is_passed_over(tmp_path):
     assert newest_checkpoint(fs, str(trial_dir))[1:] == (1, {"training_iteration": 2})
     (trial_dir / "checkpoint_000001" / "algorithm_state.pkl").write_bytes(b"yy")  # not its own
     assert newest_checkpoint(fs, str(trial_dir)) is None
-
-
-@pytest.mark.slow
-def test_retried_trial_leaves_no_row_twice(tmp_path, ray_session):
-    """A trial that fails after reporting past its checkpoint is retried from the checkpoint;
-    the iterations it reports again replace the old rows (result.json and progress.csv)."""
-    from sweeps import dqn_cabs
-    from sweeps.harness import runner
-    from tests import faulty_envs as faulty
-
-    def make_config(args):
-        config = dqn_cabs.make_config(args)
-        fault = {"fail_at_step": 5000, "fail_marker": str(tmp_path / "failed-once")}
-        return config.environment(faulty.FAULTY_CABS, env_config={**config.env_config, **fault})
-
-    faulty.register()
-    sweep = dataclasses.replace(dqn_cabs.SWEEP, make_config=make_config)
-    argv = [
-        *("--storage-path", str(tmp_path), "--name", "exp", "--num-samples", "1"),
-        *("--stop-timesteps", "6000", "--eval-episodes", "1", "--checkpoint-freq", "3"),
-        *("--progress-interval-s", "600"),
-        # No periodic greedy evaluation: its env shares the process's step count with training's
-        # (evaluation_num_env_runners=0), and its skips follow the clock, so the failure would
-        # land in a different iteration on a loaded host.
-        *("--eval-interval", "0"),
-    ]
-    assert runner.run(sweep, argv) == 0
-    experiment = tmp_path / "exp"
-    (failure,) = json.loads((experiment / "run.json").read_text())["failures"]
-    # The scenario: rows past the checkpoint existed when the trial failed.
-    assert failure["iteration"] > failure["checkpoint_iteration"] == 3
-    faults = _faults_module()
-    check = faults.check_sweep(experiment)
-    assert check["ok"], check["problems"]
-    (trial,) = check["trials"].values()
-    assert trial["iterations"] == 6
-    assert check["tune_retries"] == 1
 
 
 # ------------------------------------------------------------------------------------------------

@@ -339,15 +339,21 @@ def _assert_clock_goes_on(rows: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_session):
+    """A trial that fails after reporting past its checkpoint is retried from the checkpoint:
+    its clock goes on, and the iterations it reports again replace the old rows (result.json
+    and progress.csv), so the sweep's folder passes the fault benchmark's own check."""
+    from benchmarks.faultlab.checks import check_sweep
+
     marker = tmp_path / "failed-once"
-    # Step 2,500 of the trial process: in the third iteration (1,024 env steps each), after the
-    # second checkpoint. Greedy evaluation is off: its episodes (60-720 steps, as the policy goes)
-    # would step the same process's envs and move the failure into the second iteration.
+    # Step 3,500 of the trial process: in the fourth iteration (1,024 env steps each), after
+    # the third row and the iteration-2 checkpoint. Greedy evaluation is off: its episodes
+    # (60-720 steps, as the policy goes) would step the same process's envs and move the
+    # failure into another iteration on a loaded host.
     rc, experiment = _faulty_dqn_cabs(
         tmp_path,
-        *("--checkpoint-freq", "1", "--max-failures", "2", "--stop-timesteps", str(2 * STOP)),
+        *("--checkpoint-freq", "2", "--max-failures", "2", "--stop-timesteps", "5000"),
         *("--eval-interval", "0"),
-        fail_at_step=2500,
+        fail_at_step=3500,
         fail_marker=str(marker),
     )
     out = capsys.readouterr().out
@@ -356,8 +362,10 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
     record = _record(experiment)
     assert record["status"] == "finished"
     (failure,) = record["failures"]
-    assert failure["retried"] and failure["iteration"] == failure["checkpoint_iteration"] == 2
-    assert "injected failure at step 2500" in failure["error"]
+    # The scenario: a row past the checkpoint existed when the trial failed.
+    assert failure["retried"] and failure["iteration"] == 3
+    assert failure["checkpoint_iteration"] == 2
+    assert "injected failure at step 3500" in failure["error"]
     assert re.search(
         r"failure 1 of trial \w+ .*retried from its checkpoint at iteration 2: .*injected", out
     )
@@ -366,12 +374,17 @@ def test_failing_trial_is_retried_from_its_checkpoint(tmp_path, capsys, ray_sess
     assert "To visualize your results with TensorBoard" not in out
     (trial,) = _trials(experiment)
     rows = _rows(trial)
-    # Restored from the iteration-2 checkpoint: iteration 3 follows, nothing is redone.
-    assert [r["training_iteration"] for r in rows] == [1, 2, 3, 4]
-    assert keys.get(rows[-1], keys.ENV_STEPS) >= 2 * STOP
+    # Restored from the iteration-2 checkpoint: iteration 3 again, its first row replaced.
+    assert [r["training_iteration"] for r in rows] == [1, 2, 3, 4, 5]
+    assert keys.get(rows[-1], keys.ENV_STEPS) >= 5000
     # The retry's clock goes on from the checkpoint's (it used to start again from zero).
     _assert_clock_goes_on(rows)
     assert keys.get(rows[2], keys.TRAIN_TIME_S) > keys.get(rows[1], keys.TRAIN_TIME_S)
+    check = check_sweep(experiment)  # no row twice in result.json or progress.csv
+    assert check["ok"], check["problems"]
+    ((_, checked),) = check["trials"].items()
+    assert checked["iterations"] == 5
+    assert check["tune_retries"] == 1
 
 
 @pytest.mark.slow

@@ -3,7 +3,10 @@ data TensorBoard's own reader finds, and the shared parser refusing nonsense."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import importlib
+import io
 import json
 import math
 import os
@@ -196,15 +199,59 @@ def test_hparams_columns_lead_with_what_a_reader_decides_by(tmp_path):
     assert (event.value, event.step) == (2.0, 200)
 
 
+@dataclasses.dataclass(frozen=True)
+class SmokeSweep:
+    folder: Path  # the run's folder
+    uri: str  # the --storage-path it was given: a file:// URI
+    journal: Path  # its Optuna study (--optuna-storage)
+    out: str  # what it printed
+
+
 @pytest.fixture(scope="module")
-def smoke_sweep(tmp_path_factory, _ray_session_end) -> Path:
-    """One finished one-trial dqn_cabs smoke sweep, its Optuna study in a journal file beside it
-    (``optuna.journal``), for the TensorBoard and optuna-dashboard checks."""
-    root = tmp_path_factory.mktemp("tb")
-    journal = ("--optuna-storage", str(root / "optuna.journal"))
-    rc, experiment = _run("dqn_cabs", root, "--smoke", "--num-samples", "1", *journal)
-    assert rc == 0
-    return experiment
+def smoke_sweep(tmp_path_factory, _ray_session_end) -> SmokeSweep:
+    """One finished one-trial dqn_cabs smoke sweep, stored by a ``file://`` URI, its Optuna
+    study in a journal file (``optuna.journal``): for the storage URI, TensorBoard and
+    optuna-dashboard checks. Run from a folder of its own, where a local folder named
+    ``file:`` would appear."""
+    from sweeps import dqn_cabs
+
+    root = tmp_path_factory.mktemp("smoke-sweep")
+    uri, journal = (root / "runs").as_uri(), root / "optuna.journal"
+    argv = ["--smoke", "--num-samples", "1", "--storage-path", uri, "--name", "exp"]
+    out, cwd = io.StringIO(), os.getcwd()
+    os.chdir(root)
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = dqn_cabs.main([*argv, "--optuna-storage", str(journal)])
+    finally:
+        os.chdir(cwd)
+    assert rc == 0, out.getvalue()[-3000:]
+    return SmokeSweep(root / "runs" / "exp", uri, journal, out.getvalue())
+
+
+@pytest.mark.slow
+def test_a_file_uri_sweep_writes_its_folder_there_and_keeps_the_uri(smoke_sweep):
+    """--storage-path file:///abs/runs: the sweep writes its folder there (Tune's files,
+    run.json), the URI kept as given in what it prints and records."""
+    uri, out, folder = smoke_sweep.uri, smoke_sweep.out, smoke_sweep.folder
+    assert f"[sweep] run folder: {uri}/exp" in out
+    assert f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp" in out
+    record = json.loads((folder / "run.json").read_text())
+    assert record["status"] == "finished" and record["args"]["storage_path"] == uri
+    (trial,) = [p for p in folder.iterdir() if p.name.startswith("DQN_")]
+    assert (trial / "result.json").read_text().strip()
+    assert not (folder.parents[1] / "file:").exists()
+    # One TensorBoard command, the lasting one (at the start and again at the end); Tune's own,
+    # into Ray's temporary session folder, is not shown.
+    tensorboard = {line for line in out.splitlines() if "tensorboard --logdir" in line}
+    assert tensorboard == {f"[sweep] TensorBoard: tensorboard --logdir {uri}/exp"}
+    # The Optuna study outlives the sweep: the printed call opens it by the run's name.
+    import optuna
+
+    (call,) = {line for line in out.splitlines() if line.startswith("[sweep] Optuna study: ")}
+    study = eval(call.removeprefix("[sweep] Optuna study: "), {"optuna": optuna})
+    (done,) = study.trials
+    assert done.state.name == "COMPLETE" and done.value is not None
 
 
 @pytest.mark.slow
@@ -216,7 +263,7 @@ def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     dashboard = Path(sys.executable).parent / "optuna-dashboard"
-    journal = smoke_sweep.parent / "optuna.journal"
+    journal = smoke_sweep.journal
     server = subprocess.Popen(
         [str(dashboard), str(journal), "--port", str(port), "--quiet"],
         stdout=subprocess.DEVNULL,
@@ -237,7 +284,7 @@ def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
                 assert server.poll() is None, server.stderr.read().decode()
                 assert time.monotonic() < deadline, "optuna-dashboard did not start in 60 s"
                 time.sleep(0.5)
-        (study,) = [s for s in studies if s["study_name"] == smoke_sweep.name]
+        (study,) = [s for s in studies if s["study_name"] == smoke_sweep.folder.name]
         trials = get(f"/api/studies/{study['study_id']}")["trials"]
         assert [t["state"] for t in trials] == ["Complete"]
         assert len(trials[0]["values"]) == 1 and math.isfinite(trials[0]["values"][0])
@@ -250,7 +297,7 @@ def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
 def test_hparams_visible_to_tensorboard(smoke_sweep):
     from tensorboard.plugins.hparams import metadata as hp_metadata
 
-    (trial,) = _trial_dirs(smoke_sweep)
+    (trial,) = _trial_dirs(smoke_sweep.folder)
     data, acc = _hparams_data(trial)
     experiment_info = data[hp_metadata.EXPERIMENT_TAG].experiment
     metric_tags = [m.name.tag for m in experiment_info.metric_infos]
@@ -289,7 +336,7 @@ def test_hparams_columns_through_tensorboards_server(smoke_sweep, tmp_path):
     port = _free_port()
     log = (tmp_path / "tensorboard.log").open("w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "tensorboard.main", "--logdir", str(smoke_sweep),
+        [sys.executable, "-m", "tensorboard.main", "--logdir", str(smoke_sweep.folder),
          "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false",
          "--reload_interval", "1"],
         stdout=log,
