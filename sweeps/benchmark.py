@@ -88,7 +88,7 @@ from sweeps.harness.cli import (
     setting,
 )
 from sweeps.harness.errors import OneLineErrorParser, UsageError
-from sweeps.harness.files import check_writable
+from sweeps.harness.files import EVALUATION_FILE, check_writable
 from sweeps.harness.record import RECORD_FILE, RunRecord, jsonable
 from sweeps.harness.storage import is_uri
 
@@ -377,6 +377,21 @@ def _final_episodes(args: BenchmarkSettings) -> int:
     return args.workload.benchmark_final_episodes
 
 
+def final_games_missing(folder: Path | None) -> bool:
+    """Whether a trial below a configuration's folder has not played its final games
+    (``sweeps.evaluate``'s file in its folder): a benchmark stopped during them, or a sweep
+    resumed after it was stopped."""
+    trials = [p.parent for p in sorted(folder.rglob("params.json"))] if folder else []
+    return any(not (trial / EVALUATION_FILE).exists() for trial in trials)
+
+
+def final_games_command(folder: Path, episodes: int) -> list[str]:
+    """``sweeps.evaluate`` on every trial below ``folder``: greedy, and sampled where the
+    policy acts by a distribution."""
+    games = ["--episodes", str(episodes), "--sampled"]
+    return [sys.executable, "-m", "sweeps.evaluate", str(folder), *games]
+
+
 @dataclass(frozen=True)
 class Run:
     """One configuration: a sweep's tuned defaults at one env-runner count, once per seed."""
@@ -576,6 +591,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             folders.append(str(run.folder))
             if status != "finished":
                 failures.append(f"{run.folder.name} ({status}, reused)")
+            elif _final_episodes(args) and final_games_missing(run.folder):
+                print(f"{step}: its final games, not played before it was stopped", flush=True)
+                games = final_games_command(run.folder, _final_episodes(args))
+                if recovery.call_to_its_end(games) == INTERRUPTED_RC:
+                    print(f"{step}: its final games interrupted", file=sys.stderr, flush=True)
+                    return INTERRUPTED_RC
             continue
         cmd = [sys.executable, "-m", run.module, *run.flags]
         print(f"{step}: python {' '.join(cmd[1:])}", flush=True)
@@ -594,9 +615,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if rc != 0:
             failures.append(f"{run.folder.name} (exit {rc})")
         elif _final_episodes(args):
-            evaluate = [sys.executable, "-m", "sweeps.evaluate", str(run.folder)]
-            games = ["--episodes", str(_final_episodes(args)), "--sampled"]
-            if recovery.call_to_its_end([*evaluate, *games]) == INTERRUPTED_RC:
+            games = final_games_command(run.folder, _final_episodes(args))
+            if recovery.call_to_its_end(games) == INTERRUPTED_RC:
                 print(f"{step}: its final games interrupted", file=sys.stderr, flush=True)
                 return INTERRUPTED_RC
         print(

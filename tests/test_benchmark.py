@@ -301,6 +301,27 @@ def test_pong_runs_end_with_an_evaluation_of_the_final_policies(calls, tmp_path)
     assert "sweeps.evaluate" not in [c[2] for c in calls]
 
 
+def test_a_reused_run_stopped_in_its_final_games_plays_them(calls, tmp_path, capsys):
+    """The benchmark named again after it was stopped during a run's final games (the sweep had
+    finished): the games are played then; a run that has them is only reused."""
+    argv = ["--env", "pong", "--algos", "appo", "--benchmark-seeds", "1"]
+    argv += ["--storage-path", str(tmp_path / "runs"), "--name", "p"]
+    assert benchmark.main(argv) == 0
+    folder = _folder(calls[0])
+    trial = folder / "APPO_x_00000"
+    trial.mkdir()
+    (trial / "params.json").write_text("{}")  # no final_evaluation.json: stopped before it
+    calls.clear()
+    assert benchmark.main(argv) == 0
+    evaluation, report = calls
+    assert evaluation[1:] == ["-m", "sweeps.evaluate", str(folder), "--episodes", "10", "--sampled"]
+    assert "its final games, not played before it was stopped" in capsys.readouterr().out
+    (trial / "final_evaluation.json").write_text("{}")
+    calls.clear()
+    assert benchmark.main(argv) == 0
+    assert [c[2] for c in calls] == ["analysis"]
+
+
 def test_a_sweep_stopped_by_ctrl_c_stops_the_benchmark_with_how_to_go_on(calls, tmp_path, capsys):
     argv = ["--env", "cabs", "--algos", "dqn,apex", "--num-env-runners", "1"]
     argv += ["--storage-path", str(tmp_path), "--name", "b", "--stop-train-time-s", "5"]

@@ -15,6 +15,7 @@ import pytest
 
 from benchmarks import pong_records as records
 from sweeps import benchmark
+from sweeps.harness.files import EVALUATION_FILE
 from sweeps.harness.record import RECORD_FILE
 from tests import stopping_child
 
@@ -118,6 +119,26 @@ def test_a_run_that_fails_stops_the_queue_before_collecting(tmp_path, monkeypatc
     assert (
         "sweeps.appo_pong" in calls[0] if state == "interrupted" else "sweeps.benchmark" in calls[0]
     )
+
+
+@pytest.mark.parametrize("played", [False, True])
+def test_a_run_stopped_in_its_final_games_plays_them_first(tmp_path, monkeypatch, played):
+    at = _places(tmp_path)
+    run = records.RecordRun("appo", 1, 1, 5400, "58 59")
+    trial = at.storage / run.name / f"{run.name}-appo" / "APPO_x_00000"
+    _record(trial.parent, "finished")  # training ended; the benchmark was stopped after it
+    trial.mkdir()
+    (trial / "params.json").write_text("{}")
+    if played:
+        (trial / EVALUATION_FILE).write_text("{}")
+    calls = []
+    monkeypatch.setattr(records, "_call", lambda cmd, log, end=None: calls.append(cmd) or 0)
+    assert records.execute(run, records.status(run, at), at, commit=False) == 0
+    games = [c for c in calls if "sweeps.evaluate" in c]
+    assert len(games) == (0 if played else 1)
+    if not played:
+        assert games[0][3:] == [str(trial.parent), "--episodes", "10", "--sampled"]
+        assert calls.index(games[0]) < next(i for i, c in enumerate(calls) if "collect" in c)
 
 
 def test_fill_starts_the_run_that_does_not_fit_and_only_with_time_worth_it(tmp_path, capsys):
