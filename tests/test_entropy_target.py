@@ -301,3 +301,44 @@ def test_groups_without_a_target_only_log_the_merged_entropy():
     uniform = torch.zeros(4, 6, requires_grad=True)
     assert _loss(learner, uniform, {"entropy_target_groups": PONG_MOVES}).item() == 0.0
     assert learner.logged == {("p", MERGED_METRIC): pytest.approx(math.log(3))}
+
+
+def test_a_restored_learner_goes_on_with_its_floor_its_kl_scale_and_best_return(tmp_path):
+    """What the extras learn as they go is in a real APPO learner's checkpoint: restored, the
+    floor keyed by the best training return stays where it was (it used to start again from the
+    schedule's first value until the first games ended). The weights a sync sends carry none of
+    it, and a learner restored from a checkpoint without it starts afresh."""
+    import gymnasium as gym
+    from ray.rllib.algorithms.appo import APPOConfig
+
+    from sweeps.algorithms.entropy_target import COEFFS_ATTR
+    from sweeps.algorithms.kl_lr import SCALES_ATTR
+    from sweeps.algorithms.pg_learner import ExtrasInCheckpoints, learner_class
+
+    settings = {"entropy_target": [[-5, 0.6], [15, 0.0]], "entropy_target_by": "return"}
+    config = APPOConfig().environment("CartPole-v1")
+    config.learners(learner_config_dict={**settings, "lr_kl_target": 0.01})
+    config.learners(learner_class=learner_class(config))
+
+    def build():
+        return config.build_learner(env=gym.make("CartPole-v1"))
+
+    learner = build()
+    note_training_return(learner, 12.0)
+    setattr(learner, COEFFS_ATTR, {"default_policy": 0.02})
+    setattr(learner, SCALES_ATTR, {"default_policy": 2.25})
+    learner.save_to_path(str(tmp_path / "learner"))
+    restored = build()
+    assert best_training_return(restored) == -math.inf  # a new learner: nothing yet
+    restored.restore_from_path(str(tmp_path / "learner"))
+    assert best_training_return(restored) == 12.0
+    assert getattr(restored, COEFFS_ATTR) == {"default_policy": 0.02}
+    assert getattr(restored, SCALES_ATTR) == {"default_policy": 2.25}
+    schedule = check_target(settings).schedule
+    assert target_at(schedule, best_training_return(restored)) == pytest.approx(0.09)  # not 0.6
+    weights = learner.get_state(components="rl_module")
+    assert ExtrasInCheckpoints.STATE_KEY not in weights
+    before = {k: v for k, v in learner.get_state().items() if k != ExtrasInCheckpoints.STATE_KEY}
+    fresh = build()
+    fresh.set_state(before)
+    assert best_training_return(fresh) == -math.inf and not hasattr(fresh, COEFFS_ATTR)

@@ -26,9 +26,8 @@ the suite's callback hands the learners after every iteration: ``training_return
 -5, then lowers it linearly to none at 15; the floor then comes down when the policy plays well
 on each seed, not at a fixed count of env steps, and does not come back up if the return falls
 again. ``beta`` is logged per module as ``entropy_target_coeff`` and the target in force as
-``entropy_target_now``; neither ``beta`` nor the best return is checkpointed (a restored learner
-starts ``beta`` at 0, which comes back within a few hundred updates, and takes the training return
-of its first iteration as the best).
+``entropy_target_now``; both ``beta`` and the best return are in the learner's checkpoints
+(``pg_learner.ExtrasInCheckpoints``), so a restored learner goes on with the floor it had.
 
 Where actions duplicate each other, nats over the actions say little about exploration: Pong's 6
 actions are 3 pairs (NOOP/FIRE, RIGHT/RIGHTFIRE, LEFT/LEFTFIRE), so a policy that always moves
@@ -57,6 +56,7 @@ BY_RETURN = "return"  # ... the best training return so far
 COEFF_METRIC = "entropy_target_coeff"
 TARGET_METRIC = "entropy_target_now"
 MERGED_METRIC = "entropy_merged"
+COEFFS_ATTR = "_entropy_target_coeffs"  # on the learner: beta by module id
 DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 updates
 MAX_COEFF = 0.05
 
@@ -232,7 +232,7 @@ class EntropyTarget:
         else:
             progress = getattr(self, "_entropy_target_env_steps", 0.0)
         target = target_at(checked.schedule, progress)
-        coeffs: dict[Any, float] = self.__dict__.setdefault("_entropy_target_coeffs", {})
+        coeffs: dict[Any, float] = self.__dict__.setdefault(COEFFS_ATTR, {})
         beta = next_coeff(coeffs.get(module_id, 0.0), float(entropy.detach()), target, checked.rate)
         coeffs[module_id] = beta
         self.metrics.log_value((module_id, COEFF_METRIC), beta, window=1)

@@ -21,8 +21,7 @@ Use: ``config.learners(learner_config_dict={"lr_kl_target": 0.01})``; optionally
 ``"lr_kl_min_scale"`` and ``"lr_kl_max_scale"`` (defaults ``MIN_SCALE``, ``MAX_SCALE``). Without a
 target the learner is unchanged. ``s`` and the KL are logged per module as ``lr_kl_scale`` and
 ``behaviour_kl`` (the step's learning rate is RLlib's own ``default_optimizer_learning_rate``
-times ``lr_kl_scale``); ``s`` is not checkpointed (a restored learner starts it at 1, a few
-updates from where it was).
+times ``lr_kl_scale``); ``s`` is in the learner's checkpoints (``pg_learner.ExtrasInCheckpoints``).
 
 The learning rate may also be scaled by how well the policy plays: ``"lr_scale_by_return": [[5,
 1.0], [15, 0.2]]`` keeps the configured rate until the best training return so far (handed to the
@@ -50,6 +49,7 @@ KEYS = (*KL_KEYS, RETURN_SCALE_KEY)
 SCALE_METRIC = "lr_kl_scale"
 RETURN_SCALE_METRIC = "lr_return_scale"
 KL_METRIC = "behaviour_kl"
+SCALES_ATTR = "_lr_kl_scales"  # on the learner: s by module id
 FACTOR = 1.5  # rl_games' adaptive schedule
 MIN_SCALE = 0.1
 MAX_SCALE = 4.0
@@ -145,7 +145,7 @@ class KLAdaptiveLR:
         scale = 1.0
         if checked is not None:
             kl = behaviour_kl(self.module[module_id].unwrapped(), batch, fwd_out)
-            scales: dict[Any, float] = self.__dict__.setdefault("_lr_kl_scales", {})
+            scales: dict[Any, float] = self.__dict__.setdefault(SCALES_ATTR, {})
             scale = scales[module_id] = next_scale(scales.get(module_id, 1.0), kl, *checked)
             self.metrics.log_value((module_id, SCALE_METRIC), scale, window=1)
             self.metrics.log_value((module_id, KL_METRIC), kl, window=1)

@@ -5,6 +5,10 @@ Each extra is a mixin placed before RLlib's learner in the class's bases. Python
 outermost first (the class's MRO), and each hands on to the next through ``super()``, so their
 order is part of what the learner does. Outermost first:
 
+0. ``ExtrasInCheckpoints`` (``get_state``, ``set_state``): what the extras below learn as they go
+   (the entropy target's multipliers, the KL scales, the best training return) in the learner's
+   checkpointed state, so that a restored learner goes on with it. Outermost: it only adds to
+   RLlib's state.
 1. ``SkipLostEpisodes`` (``update``): skips an update left with no episodes (a dead env
    runner's were dropped). First, before anything reads the batch.
 2. ``AdamEps`` (``configure_optimizers_for_module``): Adam with the configured ``eps``
@@ -21,13 +25,15 @@ order is part of what the learner does. Outermost first:
    set, else V-trace over whole chunks (``impala_loss.py``; APPO's also with λ and standardised
    advantages, ``appo_loss.py``). Last before RLlib's learner: it is the loss.
 
-Every extra is off unless ``learner_config_dict`` sets it, except 1 and 5, which are fixes of
-RLlib 2.60's learner and always on. ``learner_class(config)`` gives the class for an IMPALA or
-APPO config (``sweeps/workloads/rllib_config.py`` sets it on every one of the suite's).
+Every extra is off unless ``learner_config_dict`` sets it, except 0, 1 and 5: 1 and 5 are fixes
+of RLlib 2.60's learner and always on, 0 keeps what is there. ``learner_class(config)`` gives
+the class for an IMPALA or APPO config (``sweeps/workloads/rllib_config.py`` sets it on every
+one of the suite's).
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from ray.rllib.algorithms.appo.appo import APPOConfig
@@ -36,9 +42,10 @@ from ray.rllib.algorithms.impala.torch.impala_torch_learner import IMPALATorchLe
 
 from sweeps.algorithms.adam_eps import AdamEps
 from sweeps.algorithms.appo_loss import APPOLossOptions
-from sweeps.algorithms.entropy_target import EntropyTarget
+from sweeps.algorithms.entropy_target import COEFFS_ATTR, EntropyTarget
 from sweeps.algorithms.impala_loss import IMPALALossOptions
-from sweeps.algorithms.kl_lr import KLAdaptiveLR
+from sweeps.algorithms.kl_lr import SCALES_ATTR, KLAdaptiveLR
+from sweeps.algorithms.training_return import BEST_ATTR
 from sweeps.algorithms.vtrace import KeepBootstrap
 
 
@@ -57,8 +64,38 @@ class SkipLostEpisodes:
         return super().update(training_data, **kwargs)
 
 
+class ExtrasInCheckpoints:
+    """The extras' running state (``STATE``: attributes on the learner) in the learner's state
+    under ``STATE_KEY``, saved with every checkpoint and set again on restore; left out where only
+    some components are asked for (the weights a sync sends). A checkpoint from before it has
+    none, and a learner restored from one starts these afresh, as it used to."""
+
+    STATE_KEY = "suite_learner_extras"
+    STATE = (BEST_ATTR, COEFFS_ATTR, SCALES_ATTR)
+
+    def get_state(self, components=None, *, not_components=None, **kwargs):
+        state = super().get_state(components, not_components=not_components, **kwargs)
+        if components is None:
+            kept = {name: getattr(self, name) for name in self.STATE if hasattr(self, name)}
+            state[self.STATE_KEY] = copy.deepcopy(kept)
+        return state
+
+    def set_state(self, state):
+        super().set_state(state)
+        for name, value in state.get(self.STATE_KEY, {}).items():
+            if name in self.STATE:
+                setattr(self, name, copy.deepcopy(value))
+
+
 # The extras, outermost first (the table above); the loss options and RLlib's learner follow.
-EXTRAS: tuple[type, ...] = (SkipLostEpisodes, AdamEps, KLAdaptiveLR, EntropyTarget, KeepBootstrap)
+EXTRAS: tuple[type, ...] = (
+    ExtrasInCheckpoints,
+    SkipLostEpisodes,
+    AdamEps,
+    KLAdaptiveLR,
+    EntropyTarget,
+    KeepBootstrap,
+)
 
 
 class BootstrappedIMPALATorchLearner(*EXTRAS, IMPALALossOptions, IMPALATorchLearner):
