@@ -164,7 +164,22 @@ def _group_gone(pgid: int, within_s: float = 10.0) -> bool:
     return False
 
 
-def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(tmp_path, monkeypatch):
+@pytest.fixture
+def sigint_ignored():
+    """This process with SIGINT ignored, as a queue started in the background by a script
+    (``nohup ... &`` in a shell without job control) is, and blocked: children inherit both."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    yield
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(
+    tmp_path, monkeypatch, sigint_ignored
+):
     saved = tmp_path / "saved"
     started = []
     popen = subprocess.Popen
