@@ -144,6 +144,14 @@ def test_a_sweep_finishes_with_nothing_lost_when_its_worker_node_dies(tmp_path):
     # worker): the worker killed at the trial's first result, a fresh one joined 2 s later.
     import random
 
+    import ray
+
+    # The cluster's head starts in this process: with this process still joined to the tests'
+    # shared Ray, Ray's internal key-value client would point at the new head from then on, and
+    # what this process registers later (Tune's env registry) would never reach the shared Ray
+    # (a later test's trials found no FaultyCabs-v0). The ray_session fixture starts it again.
+    ray.shutdown()
+
     argv = [
         *("--num-samples", "1", "--stop-timesteps", "8000", "--num-env-runners", "1"),
         *("--eval-episodes", "1", "--checkpoint-freq", "1", "--progress-interval-s", "600"),
