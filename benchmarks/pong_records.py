@@ -55,6 +55,7 @@ from sweeps import benchmark
 from sweeps.harness.cli import positive_float
 from sweeps.harness.errors import OneLineErrorParser
 from sweeps.harness.record import RunRecord
+from sweeps.harness.subprocs import popen_stoppable
 from sweeps.workloads.pong import PONG
 
 RESULTS = Path("results/pong/confirmed")
@@ -249,31 +250,12 @@ def _stop(proc: subprocess.Popen) -> None:
         raise
 
 
-def _start_stoppable(cmd: list[str]) -> subprocess.Popen:
-    """``cmd`` in a process group of its own, SIGINT at its default action and not blocked,
-    whatever this process's: a queue started in the background by a script (``nohup ... &`` in a
-    shell without job control) has SIGINT ignored, and a child inherits an ignored signal and the
-    signal mask through exec, so the queue's stop would not reach a child that sets no handler of
-    its own (a Python process keeps an ignored SIGINT ignored). Set here, in the main thread, for
-    the moment of the start: a handled signal is reset to its default in the child."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    except ValueError:  # not the main thread: as it is
-        return subprocess.Popen(cmd, start_new_session=True)
-    mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    try:
-        return subprocess.Popen(cmd, start_new_session=True)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        signal.signal(signal.SIGINT, previous)
-
-
 def _call(cmd: list[str], log: str, end: float | None = None) -> int:
     """Run ``cmd`` in a process group of its own and return its exit status. At ``end``
     (``time.monotonic()``) it is stopped and StoppedAtEnd raised; at a Ctrl-C here, stopped the
     same way before the KeyboardInterrupt goes on."""
     print(f"[records] {log}: {shlex.join(cmd)}", flush=True)
-    proc = _start_stoppable(cmd)
+    proc = popen_stoppable(cmd)
     try:
         return proc.wait(None if end is None else max(end - time.monotonic(), 0.0))
     except subprocess.TimeoutExpired:
@@ -381,7 +363,7 @@ def listing(at: Places) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # Ctrl-C (SIGINT) stops the queue and its run however the queue was started (an ignored
-    # SIGINT is inherited: _start_stoppable); as it was, after.
+    # SIGINT is inherited: sweeps.harness.subprocs); as it was, after.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return _queue(argv)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.faultlab.common import REPO
+from sweeps.harness.subprocs import popen_stoppable
 
 
 def start_sweep(sweep: str, argv: list[str], log: Path) -> subprocess.Popen:
@@ -21,21 +22,14 @@ def start_sweep(sweep: str, argv: list[str], log: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "RAY_ADDRESS": "local"}
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
-        return subprocess.Popen(
+        # Ctrl-C as in a terminal, however the harness was started (sweeps.harness.subprocs).
+        return popen_stoppable(
             [sys.executable, f"sweeps/{sweep}.py", *argv],
             cwd=REPO,
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
-            start_new_session=True,
-            # Ctrl-C as in a terminal: a harness started in the background (`cmd &` in a
-            # script) has SIGINT ignored, and a child inherits that until it sets a handler.
-            preexec_fn=_default_sigint,
         )
-
-
-def _default_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 class SweepProcesses:

@@ -14,6 +14,7 @@ Beside the run: ``sweep`` (the ``Sweep`` a sweep file declares; its workload is 
 trial, and its predicted time on a core per process), ``confirm`` (a target counts when the
 policy plays it), ``dry_run``, ``held_out_pick`` and ``held_out_eval`` (the final figure on
 held-out episodes, and the pick by it), ``optuna_search`` (Tune's Optuna searcher, resumable),
-and the helpers ``errors`` (one-line errors), ``files`` (atomic writes, the files' names) and
-``values`` (numbers read from results). Importing this package imports neither Ray nor Torch.
+and the helpers ``errors`` (one-line errors), ``files`` (atomic writes, the files' names),
+``subprocs`` (a child that SIGINT stops, however this process was started) and ``values``
+(numbers read from results). Importing this package imports neither Ray nor Torch.
 """
