@@ -512,15 +512,24 @@ class TestApexMechanics:
 
     def test_sampling_continues_while_learning(self, algo, ray_session):
         algo, results = algo
-        sampled = [
-            r.get(ENV_RUNNER_RESULTS, {}).get(NUM_ENV_STEPS_SAMPLED_LIFETIME, 0) for r in results
-        ]
+        # Ape-X's own lifetime counters are in every iteration's result; RLlib's env-runner
+        # metrics only in an iteration that collected a fragment (a 0.5 s iteration on a
+        # loaded box may collect none), so neither count need grow in *every* iteration.
+        sampled = [r[APEX_RESULTS]["env_steps_sampled_lifetime"] for r in results]
         updates = [r[APEX_RESULTS]["learner_updates_lifetime"] for r in results]
-        assert all(b > a for a, b in zip(sampled, sampled[1:], strict=False))
-        assert all(b > a for a, b in zip(updates[1:], updates[2:], strict=False))
+        assert sampled == sorted(sampled) and updates == sorted(updates)
+        # From the first iteration that ended with the learner updating to the last, both
+        # the learner and the runners went on: sampling did not stop for learning.
+        first = next(i for i, u in enumerate(updates) if u > 0)
+        assert first < len(results) - 1, updates
+        assert sampled[-1] > sampled[first] and updates[-1] > updates[first], (sampled, updates)
         # Sample requests were queued on the runners while the learner updated.
         assert results[-1][APEX_RESULTS]["sample_requests_in_flight_at_update_mean"] >= 1.0
-        assert results[-1][APEX_RESULTS]["env_steps_sampled_lifetime"] == sampled[-1]
+        # Ape-X's count is RLlib's wherever RLlib reports one.
+        rllib = [r.get(ENV_RUNNER_RESULTS, {}).get(NUM_ENV_STEPS_SAMPLED_LIFETIME) for r in results]
+        assert any(n is not None for n in rllib)
+        pairs = zip(rllib, sampled, strict=True)
+        assert all(n is None or n == s for n, s in pairs), (rllib, sampled)
 
     def test_runners_keep_sampling_during_slow_updates(self, algo, ray_session):
         algo, _ = algo
