@@ -198,7 +198,9 @@ def test_results_carry_the_suites_keys_and_the_clock_leaves_evaluation_out(tmp_p
     last = results[-1]
     train, evaluation = keys.get(last, keys.TRAIN_TIME_S), keys.get(last, keys.EVAL_TIME_S)
     assert len(played) >= 3 and evaluation >= 0.4 * len(played)
-    assert train == pytest.approx(0.9, abs=0.35)  # 3 slices of 0.3 s: the clock is learn's
+    # 3 slices of at least 0.3 s of learn() (longer on a loaded box) are the clock; the
+    # evaluation is not in it (counted in both, the two would add up to more than the wall).
+    assert train >= 0.9 - 1e-6
     assert train + evaluation <= wall
     assert keys.get(last, keys.ENV_STEPS) > 0
     assert keys.get(last, keys.ENV_STEPS) == keys.get(last, keys.ENV_STEPS_SAMPLED)

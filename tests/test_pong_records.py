@@ -183,9 +183,17 @@ def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(
     saved = tmp_path / "saved"
     started = []
     popen = subprocess.Popen
-    monkeypatch.setattr(
-        records.subprocess, "Popen", lambda *a, **kw: started.append(popen(*a, **kw)) or started[-1]
-    )
+
+    def popen_listening(*args, **kwargs):
+        """The child, once it listens for SIGINT (a loaded box may take seconds to start a
+        Python): the queue's 3 s below are the run's, not its interpreter's start."""
+        started.append(popen(*args, **kwargs))
+        deadline = time.monotonic() + 60
+        while not Path(f"{saved}.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return started[-1]
+
+    monkeypatch.setattr(records.subprocess, "Popen", popen_listening)
     t0 = time.monotonic()
     with pytest.raises(records.StoppedAtEnd):
         records._call([*stopping_child.COMMAND, str(saved)], "a run", time.monotonic() + 3)

@@ -328,13 +328,27 @@ def _faulty_dqn_cabs(tmp_path: Path, *argv: str, **fault: Any) -> tuple[int, Pat
     return runner.run(sweep, [*common, *budget, "--final-episodes", "0", *argv]), tmp_path / "exp"
 
 
+# From this many seconds of training on, one iteration's start-up (a restored trial's new
+# process warms up as the first did) can no longer halve a trial's lifetime env steps/s.
+STEADY_S = 5.0
+
+
 def _assert_clock_goes_on(rows: list[dict]) -> None:
-    """The suite's training clock never goes back over a trial's rows (restores included), and
-    env steps/s is continuous: no row more than twice or half the one before."""
+    """The suite's training clock and env steps never go back over a trial's rows (restores
+    included), and env steps/s is continuous: no row more than twice or half the one before,
+    four times in the first ``STEADY_S`` of training, where a row's lifetime rate rests on a
+    second or two and a restored process's first, slower iteration halved it once (857 -> 397
+    env steps/s at 2 s of training, two test processes on 2 cores). A restarted clock or
+    counter breaks the order; the clock's exact sum over a restore is asserted where a test
+    restores (test_resumed_trial_keeps_its_clock_and_training_budget, tests/test_clock.py)."""
     clock = [keys.get(r, keys.TRAIN_TIME_S) for r in rows]
     assert clock == sorted(clock), clock
+    steps = [keys.get(r, keys.ENV_STEPS) for r in rows]
+    assert steps == sorted(steps), steps
     rate = [keys.get(r, keys.ENV_STEPS_PER_S) for r in rows[1:]]
-    assert all(0.5 < b / a < 2.0 for a, b in zip(rate, rate[1:], strict=False) if a), rate
+    for (a, b), t in zip(zip(rate, rate[1:], strict=False), clock[2:], strict=False):
+        band = 2.0 if t >= STEADY_S else 4.0
+        assert not a or 1 / band < b / a < band, (t, rate)
 
 
 @pytest.mark.slow
