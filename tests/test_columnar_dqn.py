@@ -119,3 +119,39 @@ def test_columnar_dqn_learns_cartpole(ray_session) -> None:
         assert best >= 150, f"training return {best:.0f} after {steps} env steps"
     finally:
         algo.stop()
+
+
+@pytest.mark.slow
+def test_a_restored_dqn_refills_its_replay_before_it_learns(ray_session, tmp_path) -> None:
+    """RLlib's checkpoints hold no replay (new API stack): a restored DQN learns again once its
+    new replay has been given ``num_steps_sampled_before_learning_starts`` env steps, as a new
+    one does. (By RLlib's rule, the lifetime env steps, it trained at once, batch after batch,
+    on the first fragments after a resume.)"""
+    config = _cartpole()
+    algo = config.build()
+    try:
+        while algo.local_replay_buffer.sampled_timesteps == 0:  # until it has learned
+            algo.train()
+        algo.save_to_path(str(tmp_path / "checkpoint"))
+    finally:
+        algo.stop()
+    restored = config.build()
+    try:
+        restored.restore_from_path(str(tmp_path / "checkpoint"))
+        lifetime = restored.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME))
+        assert lifetime >= 200 and restored.local_replay_buffer.get_num_timesteps() == 0
+        added_at_update, update = [], restored._update
+
+        def counted_update() -> bool:
+            added_at_update.append(restored.local_replay_buffer.get_added_timesteps())
+            return update()
+
+        restored._update = counted_update
+        for _ in range(20):
+            restored.train()
+            if added_at_update:
+                break
+    finally:
+        restored.stop()
+    assert added_at_update, "no update after the restore"
+    assert min(added_at_update) >= 200, added_at_update[:5]

@@ -11,7 +11,10 @@ shards) returns the columns the DQN loss reads, and the learner takes them as th
 learner and loss, the target net on the sampled clock.
 
 What differs from RLlib's sample, by design (see the replay's docstring): a finished game's last
-n−1 steps are sampled too, with the shorter n-step return to the terminal.
+n−1 steps are sampled too, with the shorter n-step return to the terminal. And learning starts
+once *this* algorithm's replay has had ``num_steps_sampled_before_learning_starts`` env steps (the
+same step as RLlib's in a new run): a restored one, whose replay is not in the checkpoint,
+refills it first (``ColumnarDQN._replay_warmed_up``).
 """
 
 from __future__ import annotations
@@ -99,8 +102,7 @@ class ColumnarDQN(DQNHooks):
             with self.metrics.log_time((TIMERS, REPLAY_BUFFER_ADD_DATA_TIMER)):
                 self.local_replay_buffer.add(episodes)
 
-        sampled = self.metrics.peek((ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME), default=0)
-        if sampled < cfg.num_steps_sampled_before_learning_starts:
+        if not self._replay_warmed_up():
             return
         trained = False
         for _ in range(num_updates):
@@ -116,6 +118,16 @@ class ColumnarDQN(DQNHooks):
                     inference_only=True,
                 )
         self.metrics.aggregate([self.local_replay_buffer.get_metrics()], key=REPLAY_BUFFER_RESULTS)
+
+    def _replay_warmed_up(self) -> bool:
+        """Whether this algorithm's replay has been given
+        ``num_steps_sampled_before_learning_starts`` env steps. RLlib's DQN counts the lifetime
+        env steps sampled instead: the same step in a new algorithm, but a restored one has
+        them all behind it while its replay (not in RLlib's checkpoints on the new API stack)
+        starts empty, and it trained at once, over and over, on the first fragments after a
+        resume. Now a restored DQN refills its replay before it learns, as Ape-X does."""
+        added = self.local_replay_buffer.get_added_timesteps()
+        return added >= self.config.num_steps_sampled_before_learning_starts
 
     def _update(self) -> bool:
         """One prioritized batch from the replay, one SGD step on it, its new priorities
