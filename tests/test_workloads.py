@@ -25,6 +25,21 @@ def test_each_env_finds_its_workload():
     assert sorted(NAMED) == ["cabs", "pong"]
 
 
+def test_pong_without_a_gpu_names_the_cores_and_the_cpus_ray_was_told_of():
+    import pandas as pd
+
+    def note(**columns) -> str:
+        runs = pd.DataFrame({"gpus": [0, 0], **columns})
+        return PONG.missed_note(runs, reached_everywhere=False)[0]
+
+    told = "These runs had no GPU (2 cores; Ray was told of up to 5 CPUs):"
+    assert note(cpus=[2, 5], cores=[2, 2]).startswith(told)
+    assert note(cpus=[2, 2], cores=[2, 2]).startswith("These runs had no GPU (2 cores):")
+    assert note(cpus=[2, 2]).startswith("These runs had no GPU (2 CPUs):")  # before cores were
+    assert note(cpus=[2, 5], cores=[None, None]).startswith("These runs had no GPU (5 CPUs):")
+    assert PONG.missed_note(pd.DataFrame({"gpus": [0], "cpus": [2]}), True) == []
+
+
 def test_importing_the_workloads_starts_nothing():
     code = "import sys, sweeps.workloads; print('ray' in sys.modules, 'torch' in sys.modules)"
     out = subprocess.run(

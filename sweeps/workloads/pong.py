@@ -115,8 +115,7 @@ class Pong(Workload):
         machine with one."""
         if runs["gpus"].fillna(0).max() > 0 or reached_everywhere:
             return []
-        cpus = runs["cpus"].dropna()
-        machine = f"{int(cpus.max()):,} CPUs" if not cpus.empty else "CPUs only"
+        machine = _machine_words(runs)
         return [
             f"These runs had no GPU ({machine}): a target not reached here says how far CPU-only "
             "training gets within the budget, not how fast the algorithms reach it. On a machine "
@@ -125,6 +124,19 @@ class Pong(Workload):
             f"```bash\n{PONG_GPU_COMMAND}\n```",
             "",
         ]
+
+
+def _machine_words(runs: pd.DataFrame) -> str:
+    """ "2 cores" (and the most CPUs Ray was told of, where a run had more runners than cores
+    on purpose), or "2 CPUs" for runs recorded before the cores were."""
+    cpus = runs["cpus"].dropna()
+    cores = runs["cores"].dropna() if "cores" in runs else cpus.iloc[:0]
+    if cores.empty:
+        return f"{int(cpus.max()):,} CPUs" if not cpus.empty else "CPUs only"
+    words = f"{int(cores.max()):,} cores"
+    if not cpus.empty and cpus.max() > cores.max():
+        words += f"; Ray was told of up to {int(cpus.max()):,} CPUs"
+    return words
 
 
 PONG = Pong()
