@@ -442,18 +442,23 @@ def _cpu_columns(result: Mapping[str, Any]) -> dict[str, float]:
 
     cpu = keys.get(result, keys.CPU)
     cpu = cpu if isinstance(cpu, Mapping) else {}
+    # The predicted machine's cores: a core per process, at least one per CPU bundle (as
+    # cpu_time.Summary.cores_predicted; derived for runs recorded before it was)
+    cores = [number(cpu.get(k)) for k in ("trial_cpus", "processes")]
+    cores_predicted = max((c for c in cores if not math.isnan(c)), default=math.nan)
     # The prediction derived from the figures by the model as it stands (cpu_time.predicted_
     # factor): the result's own suite/predicted_train_time_s is the model of the day it ran.
     factor = cpu_time.predicted_factor(
-        number(cpu.get("wall_s")), number(cpu.get("slowdown")), number(cpu.get("busiest_s"))
+        number(cpu.get("wall_s")),
+        number(cpu.get("slowdown")),
+        number(cpu.get("busiest_s")),
+        number(cpu.get("trial_s")),
+        cores_predicted,
     )
     train_time = number(keys.get(result, keys.TRAIN_TIME_S))
     row = {"predicted_train_time_s": train_time * factor if cpu else math.nan}
     row.update({column: number(cpu.get(figure)) for column, figure in _CPU_FIGURES.items()})
-    # The predicted machine's cores: a core per process, at least one per CPU bundle (as
-    # cpu_time.Summary.cores_predicted; derived for runs recorded before it was)
-    cores = [number(cpu.get(k)) for k in ("trial_cpus", "processes")]
-    row["cpu_cores_predicted"] = max((c for c in cores if not math.isnan(c)), default=math.nan)
+    row["cpu_cores_predicted"] = cores_predicted
     ran = cpu.get("ran_s") if isinstance(cpu.get("ran_s"), Mapping) else {}
     by_kind: dict[str, list[float]] = {}
     for slot, seconds in ran.items():

@@ -146,7 +146,7 @@ def _throughput_on_cores_lines(w: Workload) -> list[str]:
         "the runs ran on this machine (measured), and on a machine with a core per process of "
         "the trial (predicted from each process's CPU time, `docs/scaling.md`). The busiest "
         "process bounds the prediction where its utilisation as run times the slowdown reaches "
-        "100%: more runners cannot go faster than it.",
+        "100% (of the cores its threads used at once): more runners cannot go faster than it.",
         "",
         markdown_table(header, rows),
         "",

@@ -123,6 +123,27 @@ def test_prediction_never_beats_the_busiest_process_on_a_core_per_process():
     assert s.figures()["busiest_utilisation"] == pytest.approx(0.3)
 
 
+def test_a_process_that_ran_on_two_cores_at_once_gets_two_and_the_cores_bound_the_sum():
+    # Synchronous DQN at one runner on 2 cores (pong-conf-dqn-r1-s0's shape): its driver's
+    # learner took the waiting runner's core for its second torch thread, and ran 1.25 cores'
+    # worth. On the predicted machine (2 cores: a core per process) it has them again: no slower
+    # than measured here, where one core for it would predict 1.25x slower.
+    ran = {"driver": 12.5, "env_runner_1": 6.0}
+    s = _summary(10.0, ran, {"driver": 1.0, "env_runner_1": 0.5})
+    assert s.cores_predicted == 2.0 and s.slowdown == pytest.approx(1.0 + 1.5 / 18.5)
+    assert s.predicted_factor == pytest.approx(max(1 / s.slowdown, 12.5 / 2 / 10, 18.5 / 2 / 10))
+    assert s.predicted_wall_s <= 10.0
+    # Without the trial's sum and cores (figures from before the model had them): one core.
+    assert cpu_time.predicted_factor(10.0, s.slowdown, 12.5) == pytest.approx(1.25)
+    # 2.5 cores' worth: three threads at once, at most the predicted machine's cores.
+    assert cpu_time.predicted_factor(10.0, 4.0, 25.0, 25.0, 5.0) == pytest.approx(25 / 3 / 10)
+    assert cpu_time.predicted_factor(10.0, 4.0, 25.0, 25.0, 2.0) == pytest.approx(25 / 2 / 10)
+    # Whatever the slowdown says, the processes together can't run more than the cores hold.
+    assert cpu_time.predicted_factor(10.0, 4.0, 5.0, 20.0, 2.0) == pytest.approx(1.0)
+    # One core's worth exactly is one thread's: the bound is the running time.
+    assert cpu_time.predicted_factor(10.0, 4.0, 10.0, 10.0, 2.0) == pytest.approx(1.0)
+
+
 def test_the_run_record_sums_each_kind_of_process_over_trials():
     a = _summary(10.0, {"driver": 4.0, "env_runner_1": 2.0, "env_runner_2": 3.0}, {}).figures()
     b = _summary(5.0, {"driver": 1.0, "replay_shard_1": 0.5}, {}).figures()

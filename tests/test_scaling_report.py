@@ -55,7 +55,8 @@ def add_cpu_figures(
             r[keys.SUITE][keys.PREDICTED_TRAIN_TIME_S[-1]] = factor * train_s
             r[keys.SUITE][keys.CPU[-1]] = {
                 "wall_s": 1.5 * train_s,
-                "trial_s": sum(ran_s.values()),
+                # below the prediction's bounds too (the processes' sum over the cores)
+                "trial_s": 0.5 * factor * 1.5 * train_s,
                 "waited_s": 1.0,
                 "machine_s": 2.0 * train_s,
                 "steal_s": 0.0,
@@ -65,7 +66,7 @@ def add_cpu_figures(
                 "unmeasured": 0,
                 "busiest": busiest,
                 # below the prediction's bound, so that the model gives ``factor``
-                # (cpu_time.predicted_factor: max(1 / slowdown, busiest / wall))
+                # (cpu_time.predicted_factor: max(1 / slowdown, busiest / k, trial / cores))
                 "busiest_s": 0.5 * factor * 1.5 * train_s,
                 "busiest_utilisation": factor,
                 "slowdown": 1.0 / factor,
@@ -139,6 +140,38 @@ def test_cpu_columns_from_each_result(tmp_path):
     table = tmp_path / "runs.csv"  # the columns survive the table
     collect.write_runs_csv(runs, table)
     pd.testing.assert_frame_equal(collect.read_runs_csv(table), runs)
+
+
+def test_a_table_collected_under_an_earlier_model_is_read_by_the_model_now(tmp_path):
+    """A table keeps each row's CPU figures: read back, its prediction is derived from them by the
+    model as it stands (cpu_time.predicted_factor), as a run folder's results are; a row the model
+    gives the same figure keeps its bytes."""
+    from sweeps.harness import cpu_time
+
+    runs = collect.collect([write_scaling(tmp_path / "raw", cpu=True)]).runs
+    table = tmp_path / "runs.csv"
+    collect.write_runs_csv(runs, table)
+    before = table.read_bytes()
+    collect.write_runs_csv(collect.read_runs_csv(table), table)
+    assert table.read_bytes() == before
+    # DQN at one runner on 2 cores as pong-conf-dqn-r1-s0 ran: its driver 1.25 cores' worth,
+    # the processes 1.85; recorded when the model gave the driver one core (1.25x the wall).
+    one = runs["num_env_runners"] == 1
+    old = runs.copy()
+    old.loc[one, "cpu_busiest_utilisation"] = 1.25
+    old.loc[one, "cpu_trial_s"] = 1.85 * old.loc[one, "cpu_wall_s"]
+    old.loc[one, "cpu_slowdown"] = 1.08
+    old.loc[one, "predicted_train_time_s"] = 1.25 * 1.5 * old.loc[one, "train_time_s"]
+    collect.write_runs_csv(old, table)
+    now = collect.read_runs_csv(table)
+    factor = cpu_time.predicted_factor(1.0, 1.08, 1.25, 1.85, 2.0)
+    assert factor == pytest.approx(max(1 / 1.08, 1.25 / 2, 1.85 / 2)) and factor < 1.0
+    assert now.loc[one, "predicted_train_time_s"].to_numpy() == pytest.approx(
+        (factor * now.loc[one, "train_time_s"]).to_numpy()
+    )
+    pd.testing.assert_series_equal(
+        now.loc[~one, "predicted_train_time_s"], runs.loc[~one, "predicted_train_time_s"]
+    )
 
 
 # --- The table on a core per process ------------------------------------------------------------

@@ -13,10 +13,12 @@ times longer too), a process that ran ``r`` seconds waited ``(s - 1) r`` for a c
     s = 1 + waited / ran   (summed over the trial's processes),   predicted wall = wall / s.
 
 The prediction is for a machine with a core per process of the trial (and at least one per CPU
-bundle it asks Ray for: ``cores_predicted``), and never below what the busiest process alone
-needs, its running time: ``predicted_wall = max(wall / s, busiest)``. ``docs/scaling.md`` writes the
-model down, where it fails (synchronous DQN, memory bandwidth, a network between nodes, a GPU
-learner) and how it was checked (one core against two).
+bundle it asks Ray for: ``cores_predicted``), never below what the busiest process alone needs
+(its running time, spread over as many cores as its threads were seen to use at once: its
+utilisation rounded up) nor below what the trial's processes together need of those cores:
+``predicted_wall = max(wall / s, busiest / k, trial / cores)`` (:func:`predicted_factor`).
+``docs/scaling.md`` writes the model down, where it fails (synchronous DQN, memory bandwidth, a
+network between nodes, a GPU learner) and how it was checked (one core against two).
 
 What is read, at the trial's start and with every result (``SuiteCallbacks``): every process of
 the trial on this node: the trial's own (the driver; with ``num_learners`` 0 the learner too),
@@ -31,6 +33,7 @@ Ray's own processes and Tune's driver included) and the time the hypervisor took
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping
@@ -232,7 +235,13 @@ class Summary:
     @property
     def predicted_factor(self) -> float:
         """predicted wall / measured wall: what a measured time becomes on a core each."""
-        return predicted_factor(self.wall_s, self.slowdown, self.ran_s.get(self.busiest, 0.0))
+        return predicted_factor(
+            self.wall_s,
+            self.slowdown,
+            self.ran_s.get(self.busiest, 0.0),
+            self.trial_s,
+            self.cores_predicted,
+        )
 
     def figures(self) -> dict[str, Any]:
         """What a result carries under ``suite/cpu`` (seconds; per slot under ``ran_s``)."""
@@ -260,13 +269,36 @@ class Summary:
         }
 
 
-def predicted_factor(wall_s: float, slowdown: float, busiest_s: float) -> float:
+def predicted_factor(
+    wall_s: float,
+    slowdown: float,
+    busiest_s: float,
+    trial_s: float = math.nan,
+    cores_predicted: float = math.nan,
+) -> float:
     """The model (module docstring), as the ratio of the predicted wall-clock to the measured
-    one: ``max(wall / s, busiest) / wall``. Analysis derives every predicted time from a result's
+    one: ``max(wall / s, busiest / k, trial / cores) / wall``.
+
+    ``k``: the cores the busiest process's threads ran on at once, at least: its running time
+    over the wall-clock rounded up (a process that ran more than one core's worth had more than
+    one thread busy at a time: synchronous DQN's local learner, given the runners' CPUs for its
+    torch threads while they wait), at most the predicted machine's cores. A process that never
+    ran more than one core's worth gets one. The last bound keeps the machine physical: the trial's
+    processes can't run more than its cores. Without the trial's figures (``trial_s``, the cores:
+    NaN), the busiest process gets one core. Analysis derives every predicted time from a result's
     figures with it, so runs recorded before a change of the model are read by the model now."""
     if not wall_s > 0 or not slowdown > 0:
         return 1.0
-    return max(1.0 / slowdown, busiest_s / wall_s)
+    bounds = [1.0 / slowdown]
+    cores = cores_predicted if cores_predicted >= 1 else 1.0  # NaN: one
+    busiest = busiest_s / wall_s if busiest_s > 0 else 0.0
+    if cores_predicted >= 1 and trial_s > 0:
+        bounds.append(trial_s / cores / wall_s)
+        k = min(max(math.ceil(busiest - 1e-9), 1), math.floor(cores))
+    else:
+        k = 1
+    bounds.append(busiest / k)
+    return max(bounds)
 
 
 class Accounting:
