@@ -5,7 +5,8 @@ confirmed-target issue (the four at one runner, 3 seeds) and the baseline issue 
 stand on Pong runs of 1 to 4 hours each, run alone on a 2-core machine, one at a time, each seed's
 collected rows committed as it finishes. ``PLAN`` lists them in the order they serve the most;
 one run serves every issue it names. A run is *collected* once its table
-``results/pong/confirmed/<name>.csv.gz`` exists.
+``results/pong/confirmed/<name>.csv.gz`` exists; the report over all of them is the Pong report,
+``results/pong/REPORT.md``.
 
 How to run
 ----------
@@ -33,9 +34,10 @@ as any run's. Ctrl-C on the queue stops the run going the same way, and the queu
 
 Results to expect
 -----------------
-``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/confirmed/REPORT.md`` over all
-of them; the one-core check runs (``docs/scaling.md``) go to ``results/scaling/`` and are read
-by ``python -m analysis scaling-check``.
+``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/REPORT.md`` over all of them
+(the earlier runs of record, stopped at the first crossing of 18: ``results/pong/first-crossing/``);
+the one-core check runs (``docs/scaling.md``) go to ``results/scaling/`` and are read by
+``python -m analysis scaling-check``.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ from sweeps.harness.subprocs import popen_stoppable
 from sweeps.workloads.pong import PONG
 
 RESULTS = Path("results/pong/confirmed")
+REPORT = Path("results/pong")
 CHECKS = Path("results/scaling")
 STORAGE = Path("runs/benchmark")
 # A run's wall-clock per second of its training budget (periodic greedy games and the trial's
@@ -157,11 +160,16 @@ RUN_MARKS = ("sweeps.benchmark", "python sweeps/", "-m sweeps.")
 
 @dataclass(frozen=True)
 class Places:
-    """Where the tables, the check tables and the benchmark folders go."""
+    """Where the tables, the check tables, the benchmark folders and the report go."""
 
     results: Path = RESULTS
     checks: Path = CHECKS
     storage: Path = STORAGE
+    report: Path | None = None  # None: beside the tables
+
+    @property
+    def report_folder(self) -> Path:
+        return self.results if self.report is None else self.report
 
 
 # --- Where each run stands ---------------------------------------------------------------------
@@ -219,9 +227,17 @@ def resume_command(run: RecordRun, storage: Path) -> list[str]:
     return [*pin, sys.executable, "-m", PONG.sweep_module(run.algo), "--resume", folder]
 
 
-def report_command(results: Path) -> list[str]:
+def report_command(results: Path, out: Path | None = None) -> list[str]:
+    """The report over every collected table in ``results``, written to ``out`` (default: there)."""
     tables = sorted(str(p) for p in results.glob("pong-conf-*.csv.gz"))
-    return [sys.executable, "-m", "analysis", "report", *tables, "--out", str(results)]
+    out = results if out is None else out
+    return [sys.executable, "-m", "analysis", "report", *tables, "--out", str(out)]
+
+
+def report_paths(out: Path) -> list[str]:
+    """Git pathspecs of what the report writes in ``out`` (its charts, added or removed, not the
+    folders beside it)."""
+    return [str(out / "REPORT.md"), str(out / "runs.csv.gz"), f":(glob){out}/*.png"]
 
 
 class StoppedAtEnd(Exception):
@@ -295,8 +311,8 @@ def execute(run: RecordRun, state: str, at: Places, commit: bool, end: float | N
     rc = _call([*collect, "--out", str(table)], f"{run.name}: collecting")
     paths = [table]
     if rc == 0 and not run.one_core:
-        rc = _call(report_command(results), f"{run.name}: the report")
-        paths.append(results)
+        rc = _call(report_command(results, at.report_folder), f"{run.name}: the report")
+        paths += [results, *report_paths(at.report_folder)]
     if rc == 0 and commit:
         message = (
             f"Pong run of record {run.name} (issues {run.issues}), collected: {shown(run, storage)}"
@@ -328,6 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=Path, default=RESULTS, help="default: %(default)s")
     p.add_argument("--checks", type=Path, default=CHECKS, help="default: %(default)s")
     p.add_argument("--storage-path", type=Path, default=STORAGE, help="default: %(default)s")
+    p.add_argument(
+        "--report", type=Path, default=REPORT, help="the report's folder; default: %(default)s"
+    )
     return p
 
 
@@ -377,7 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _queue(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    at = Places(args.results, args.checks, args.storage_path)
+    at = Places(args.results, args.checks, args.storage_path, args.report)
     if args.hours is None:
         print(listing(at), flush=True)
         return 0

@@ -14,7 +14,7 @@ How to run
 
 Results to expect
 -----------------
-``results/pong/confirmed/REPORT.md`` once its runs are committed.
+``results/pong/REPORT.md`` once its runs are committed.
 """
 
 from __future__ import annotations

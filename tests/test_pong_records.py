@@ -201,3 +201,61 @@ def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(
     assert time.monotonic() - t0 < 30
     assert _group_gone(started[0].pid)  # and nothing of its process group outlived it
     assert records._call([sys.executable, "-c", "raise SystemExit(4)"], "a short one") == 4
+
+
+def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
+    tmp_path, monkeypatch
+):
+    """The tables stay in their folder, the report over them goes to the Pong report's folder
+    above it, and the commit takes the table, the report and its charts (one the report dropped
+    removed), not another file changed beside them."""
+    monkeypatch.chdir(tmp_path)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q"], check=True)
+    at = records.Places(Path("pong/confirmed"), Path("checks"), Path("runs"), Path("pong"))
+    at.results.mkdir(parents=True)
+    for name in ("REPORT.md", "km_pong.png", "old_pong.png", "notes.md"):
+        (at.report_folder / name).write_text("before")
+    subprocess.run(["git", "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "before"], check=True)
+    (at.report_folder / "notes.md").write_text("changed beside the run")
+    run = records.RecordRun("appo", 1, 1, 5400, "58 59")
+    _record(at.storage / run.name / f"{run.name}-appo", "finished")
+    (at.storage / run.name / f"{run.name}-appo" / EVALUATION_FILE).write_text("{}")
+    calls = []
+
+    def call(cmd, log, end=None):
+        calls.append(cmd)
+        if "collect" in cmd:
+            Path(cmd[cmd.index("--out") + 1]).write_text("rows")
+        elif "report" in cmd:
+            out = Path(cmd[cmd.index("--out") + 1])
+            for name in ("REPORT.md", "km_pong.png", "runs.csv.gz"):
+                (out / name).write_text("after")
+            (out / "old_pong.png").unlink()
+        else:
+            return subprocess.call([*git, *cmd[1:]])
+        return 0
+
+    monkeypatch.setattr(records, "_call", call)
+    assert records.execute(run, "ended", at, commit=True) == 0
+    (report,) = [c for c in calls if "report" in c]
+    assert report[report.index("report") + 1 :] == [
+        str(at.results / f"{run.name}.csv.gz"),
+        "--out",
+        "pong",
+    ]
+    committed = subprocess.run(
+        ["git", "show", "--name-status", "--format=", "HEAD"], capture_output=True, text=True
+    ).stdout.split("\n")
+    assert sorted(filter(None, committed)) == [
+        "A\tpong/confirmed/pong-conf-appo-r1-s1.csv.gz",
+        "A\tpong/runs.csv.gz",
+        "D\tpong/old_pong.png",
+        "M\tpong/REPORT.md",
+        "M\tpong/km_pong.png",
+    ]
+    status = subprocess.run(
+        ["git", "status", "--short", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout
+    assert status.strip() == "M pong/notes.md"
