@@ -290,13 +290,11 @@ def predicted_factor(
     if not wall_s > 0 or not slowdown > 0:
         return 1.0
     bounds = [1.0 / slowdown]
-    cores = cores_predicted if cores_predicted >= 1 else 1.0  # NaN: one
     busiest = busiest_s / wall_s if busiest_s > 0 else 0.0
-    if cores_predicted >= 1 and trial_s > 0:
-        bounds.append(trial_s / cores / wall_s)
-        k = min(max(math.ceil(busiest - 1e-9), 1), math.floor(cores))
-    else:
-        k = 1
+    k = 1
+    if cores_predicted >= 1 and trial_s > 0:  # False for NaN: one core
+        bounds.append(trial_s / cores_predicted / wall_s)
+        k = min(max(math.ceil(busiest - 1e-9), 1), math.floor(cores_predicted))
     bounds.append(busiest / k)
     return max(bounds)
 
