@@ -16,6 +16,7 @@ out, and where no trial has them the table is empty (the report's section is the
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -123,6 +124,7 @@ def scaling_on_cores(selected: pd.DataFrame, signal: str, target: float) -> pd.D
                 "steps_ratio_own": _ratio(o, "steps_ratio"),
                 "baseline": "" if d is None else d["baseline"],
                 "speedup_dqn": _ratio(d, "speedup"),
+                "steps_ratio_dqn": _ratio(d, "steps_ratio"),
                 "busiest": busiest,
                 "busiest_seeds": busiest_seeds,
                 "utilisation": spread(f["utilisation"]),
@@ -196,3 +198,205 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+# --- Seconds on one machine: the rate runs --------------------------------------------------------
+#
+# Each run's prediction carries the speed of the machine it ran on, and the runs of record ran on
+# whatever machine each stretch had (two CPU models so far, and one model's speed varies 2.5-3x
+# between stretches): their predicted seconds compare across runs only roughly. Env steps to a
+# target do not depend on the machine. So a time on one machine is env steps to the target
+# (measured by the runs of record) over env steps per second on a core per process (predicted by
+# short *rate runs* of each configuration, run one after another in one sitting on one machine):
+# ``python -m analysis report <tables> --rates <rate tables>``. A ratio between two
+# configurations uses the rates of a sitting that measured both.
+
+RATE = "rate"  # the ``kind`` of a rate run's rows in the report's table
+# A rate run's rows after the first half of its training clock: the learner warmed up (Ape-X and
+# DQN sample before they learn), the rate of a process that has settled.
+WINDOW_FROM = 0.5
+# Rate runs more than this far apart (or on another CPU model) are another sitting.
+SITTING_GAP_S = 3 * 3600.0
+
+
+def window_rates(trial: pd.DataFrame) -> dict[str, float] | None:
+    """One rate trial's env steps per second of training over the second half of its training
+    clock: as run (measured) and on a core per process (predicted by the model,
+    ``cpu_time.predicted_factor``, from the window's CPU figures: the differences of the
+    lifetime sums the table holds at its ends). None where the trial has no CPU figures or no
+    two rows in the window."""
+    from sweeps.harness.cpu_time import predicted_factor
+
+    needed = ["env_steps", "train_time_s", "cpu_wall_s", "cpu_trial_s", "cpu_slowdown"]
+    needed += ["cpu_busiest_utilisation", "cpu_cores_predicted"]
+    if any(c not in trial.columns for c in needed):
+        return None
+    rows = trial.sort_values("training_iteration").dropna(subset=needed)
+    if len(rows) < 2:
+        return None
+    end = rows.iloc[-1]
+    start = rows[rows["train_time_s"] >= WINDOW_FROM * float(end["train_time_s"])].iloc[0]
+    d = {c: float(end[c]) - float(start[c]) for c in ("env_steps", "train_time_s", "cpu_wall_s")}
+    if not (d["env_steps"] > 0 and d["train_time_s"] > 0 and d["cpu_wall_s"] > 0):
+        return None
+
+    def waited(r: pd.Series) -> float:  # slowdown = 1 + waited / ran
+        return (float(r["cpu_slowdown"]) - 1.0) * float(r["cpu_trial_s"])
+
+    def busiest(r: pd.Series) -> float:
+        return float(r["cpu_busiest_utilisation"]) * float(r["cpu_wall_s"])
+
+    trial_s = float(end["cpu_trial_s"]) - float(start["cpu_trial_s"])
+    if not trial_s > 0:
+        return None
+    slowdown = 1.0 + (waited(end) - waited(start)) / trial_s
+    busiest_s = busiest(end) - busiest(start)
+    cores = float(end["cpu_cores_predicted"])
+    factor = predicted_factor(d["cpu_wall_s"], slowdown, busiest_s, trial_s, cores)
+    return {
+        "window_s": d["train_time_s"],
+        "measured": d["env_steps"] / d["train_time_s"],
+        "predicted": d["env_steps"] / (d["train_time_s"] * factor),
+        "cores": cores,
+        "utilisation": busiest_s / d["cpu_wall_s"],
+        "slowdown": slowdown,
+    }
+
+
+def rate_table(rates: pd.DataFrame) -> pd.DataFrame:
+    """One row per rate trial with figures (:func:`window_rates`): its algorithm, env runners,
+    experiment, machine (CPU model, raw env steps/s at its start), when it started, its sitting
+    (rate runs on one CPU model, each within ``SITTING_GAP_S`` of the one before; numbered from
+    1 in time) and its hyperparameters (for matching a configuration of the runs of record)."""
+    if rates.empty:
+        return pd.DataFrame()
+    out = []
+    for _, trial in rates.groupby(TRIAL_KEY, sort=False):
+        figures = window_rates(trial)
+        if figures is None:
+            continue
+        first = trial.iloc[0]
+        hp = {c: first[c] for c in trial.columns if c.startswith("hp/") and pd.notna(first[c])}
+        out.append(
+            {
+                "algo": first["algo"],
+                "num_env_runners": int(first["num_env_runners"]),
+                "experiment": first["experiment"],
+                "cpu_model": str(first.get("cpu_model", "") or ""),
+                "raw_env": float(first.get("raw_env_start", math.nan)),
+                "started_at": pd.to_datetime(first.get("started_at"), utc=True, errors="coerce"),
+                "busiest": str(trial["cpu_busiest"].dropna().iloc[-1])
+                if "cpu_busiest" in trial and trial["cpu_busiest"].notna().any()
+                else "",
+                "hp": hp,
+                **figures,
+            }
+        )
+    if not out:
+        return pd.DataFrame()
+    table = pd.DataFrame(out).sort_values("started_at", kind="stable", na_position="last")
+    sitting, previous, model = 0, None, None
+    numbers = []
+    for _, r in table.iterrows():
+        at = r["started_at"]
+        gap = math.inf if previous is None or pd.isna(at) else (at - previous).total_seconds()
+        if gap > SITTING_GAP_S or r["cpu_model"] != model:
+            sitting += 1
+        numbers.append(sitting)
+        previous, model = (at if not pd.isna(at) else previous), r["cpu_model"]
+    return table.assign(sitting=numbers).reset_index(drop=True)
+
+
+def _same_recipe(hp: dict[str, Any], config_rows: pd.DataFrame) -> bool:
+    """Whether a rate trial's hyperparameters are those of a configuration's runs (every
+    ``hp/`` setting either recorded, compared as the table holds it)."""
+    first = config_rows.iloc[0]
+    for column, value in hp.items():
+        if column in config_rows.columns and pd.notna(first[column]) and first[column] != value:
+            return False
+    return True
+
+
+def _rate_of(
+    rates: pd.DataFrame, selected: pd.DataFrame, config: str, algo: str, runners: int
+) -> pd.DataFrame:
+    """The rate trials of one configuration (its algorithm, runner count and recipe), latest
+    sitting first."""
+    if rates.empty:
+        return rates
+    same = rates[(rates["algo"] == algo) & (rates["num_env_runners"] == runners)]
+    rows = selected[selected["config"] == config]
+    same = same[[_same_recipe(hp, rows) for hp in same["hp"]]] if len(rows) else same.iloc[0:0]
+    return same.sort_values("sitting", ascending=False, kind="stable")
+
+
+def _scaled(e: stats.Estimate, by: float) -> stats.Estimate:
+    return stats.Estimate(e.value * by, e.low * by, e.high * by)
+
+
+def on_one_machine(
+    on_cores: pd.DataFrame, selected: pd.DataFrame, rate_rows: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Time to target on a core per process of one machine (predicted): per configuration of
+    ``on_cores`` (:func:`scaling_on_cores`) that a rate run measured, its env steps to the target
+    (Kaplan–Meier median [95%], the runs of record) over its predicted env steps/s (the latest
+    sitting's rate run); speedups against the algorithm's fewest remote runners and against the
+    single-runner DQN: the runs' env-steps ratio [95%] times the rates' ratio, both rates from
+    one sitting (the latest that measured both; NaN where none did). Returns the table (columns
+    as ``on_cores``'s where they mean the same: ``predicted``, ``cores``, ``speedup_own``,
+    ``speedup_dqn``, ...) and the rate trials used (:func:`rate_table`)."""
+    rates = rate_table(rate_rows)
+    if on_cores.empty or rates.empty:
+        return pd.DataFrame(), rates
+    found = {
+        r["config"]: _rate_of(rates, selected, r["config"], r["algo"], r["num_env_runners"])
+        for _, r in on_cores.iterrows()
+    }
+
+    def pair_ratio(config: str, reference: str) -> tuple[float, int]:
+        """rate(config) / rate(reference) in the latest sitting that measured both."""
+        mine, theirs = found.get(config), found.get(reference)
+        if mine is None or theirs is None or mine.empty or theirs.empty:
+            return math.nan, 0
+        for _, m in mine.iterrows():
+            t = theirs[theirs["sitting"] == m["sitting"]]
+            if len(t):
+                return float(m["predicted"]) / float(t.iloc[0]["predicted"]), int(m["sitting"])
+        return math.nan, 0
+
+    by_runners = on_cores.set_index(["algo", "num_env_runners"])
+    out = []
+    for _, r in on_cores.iterrows():
+        mine = found[r["config"]]
+        if mine.empty:
+            continue
+        rate = mine.iloc[0]
+        steps = r["steps"]
+        time = _scaled(steps, 1.0 / rate["predicted"])
+        own = stats.Estimate(math.nan)
+        n_ref = r["reference_runners"]
+        if not math.isnan(n_ref) and (r["algo"], n_ref) in by_runners.index:
+            ref_config = by_runners.loc[(r["algo"], n_ref), "config"]
+            ratio, _ = pair_ratio(r["config"], ref_config)
+            own = _scaled(r["steps_ratio_own"], ratio)
+        dqn = stats.Estimate(math.nan)
+        if r["baseline"]:
+            ratio, _ = pair_ratio(r["config"], r["baseline"])
+            dqn = _scaled(r["steps_ratio_dqn"], ratio)
+        out.append(
+            {
+                **{k: r[k] for k in ("algo", "num_env_runners", "config", "seeds", "reached")},
+                **{k: r[k] for k in ("steps", "reference_runners", "baseline")},
+                "rate": rate["predicted"],
+                "rate_measured": rate["measured"],
+                "cores": rate["cores"],
+                "sitting": int(rate["sitting"]),
+                "predicted": time,
+                "speedup_own": own,
+                "speedup_dqn": dqn,
+                "busiest": rate["busiest"],
+                "utilisation": rate["utilisation"],
+                "slowdown": rate["slowdown"],
+            }
+        )
+    return pd.DataFrame(out), rates

@@ -29,6 +29,7 @@ from analysis import (
     family,
     hparams,
     plots,
+    predicted,
     reproducibility,
     scaling,
     sections,
@@ -43,6 +44,7 @@ from analysis.collect import (
     add_inputs,
     gather,
     read_runs_csv,
+    tidy,
     write_runs_csv,
 )
 from analysis.fmt import slug
@@ -234,8 +236,9 @@ def render_report(
     an earlier report there that this one no longer draws)."""
     if generated_on is None:
         generated_on = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    every_run, runs = runs, runs[runs["kind"] != predicted.RATE]  # rate runs: scaling only
     draw = _Plots(out_dir, runs, references)
-    loads = workloads(runs)
+    loads = workloads(every_run)
     lines = _front_matter(runs, command, generated_on, reference_note)
     lines += family.family_section(
         loads, lambda w: workload_references(w, references, draw.measured), held_out
@@ -248,7 +251,9 @@ def render_report(
     for w in loads:
         lines += _detail(w, draw, workload_references(w, references, draw.measured))
     replaced = tables.superseded(runs, pd.concat([w.selected for w in loads]))
-    lines += reproducibility.reproducibility_section(runs, skipped, deduped, repaired, replaced)
+    lines += reproducibility.reproducibility_section(
+        every_run, skipped, deduped, repaired, replaced
+    )
     lines += [
         "## Appendix: secondary metrics",
         "",
@@ -364,6 +369,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="envs never tuned on (the env family's, sweeps/env_family.py): the table across "
         "the envs shows them apart",
     )
+    parser.add_argument(
+        "--rates",
+        nargs="+",
+        default=[],
+        metavar="RUN_DIR",
+        help="short runs of the same configurations in one sitting on one machine (folders or "
+        "tables, as the inputs): the scaling section's time on one machine with a core per "
+        "process, their env steps/s against the runs' env steps to the target (docs/scaling.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -372,6 +386,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: exists and is not a directory")
     check_writable(out)
     collection = gather(args.inputs)
+    if args.rates:  # the rate runs' rows, apart from the compared ones in the same table
+        rates = gather(args.rates).runs.assign(kind=predicted.RATE)
+        collection.runs = tidy(pd.concat([collection.runs, rates], ignore_index=True))
     out.mkdir(parents=True, exist_ok=True)
     gzipped = any(str(i).endswith(GZIPPED) for i in args.inputs)
     csv_path = out / (f"{RUNS_CSV}.gz" if gzipped else RUNS_CSV)
@@ -379,8 +396,9 @@ def run(args: argparse.Namespace) -> int:
     runs = read_runs_csv(csv_path)  # the report reads only the table, exactly as written
     references, note = (None, None) if args.no_references else reference_returns(runs)
     held_out = ["--held-out", *args.held_out] if args.held_out else []
+    rates = ["--rates", *args.rates] if args.rates else []
     command = shlex.join(
-        ["python", "-m", "analysis", "report", *args.inputs, *held_out, "--out", args.out]
+        ["python", "-m", "analysis", "report", *args.inputs, *held_out, *rates, "--out", args.out]
     )
     text = render_report(
         runs,

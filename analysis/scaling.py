@@ -49,7 +49,9 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
         lines += ["No algorithm was benchmarked at two or more runner counts.", ""]
         return lines + _throughput_on_cores_lines(w)
     on_cores = w.on_cores
-    lines += _lead(w, on_cores)
+    one_machine, rates = w.one_machine
+    on_one = _has_speedup(one_machine)
+    lines += _lead(w, one_machine if on_one else on_cores, on_one)
     scaled = (
         tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
     ).any()
@@ -94,6 +96,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
             "",
         ]
     lines += _throughput_on_cores_lines(w)
+    lines += _one_machine_lines(w, one_machine, rates)
     lines += _on_cores_lines(w, on_cores)
     if plot:
         lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
@@ -153,15 +156,103 @@ def _throughput_on_cores_lines(w: Workload) -> list[str]:
     ]
 
 
+# --- Time to target on a core per process of one machine (rate runs) ----------------------------
+
+
+def _sitting_words(rates: pd.DataFrame, sitting: int) -> str:
+    """'sitting 1: AMD EPYC, raw env 2,158–2,224 steps/s, 2026-12-05'."""
+    r = rates[rates["sitting"] == sitting]
+    raw = (r["raw_env"].median(), r["raw_env"].min(), r["raw_env"].max())
+    speed = (
+        f", raw env {fmt_spread(raw, fmt_int)} steps/s at their starts"
+        if r["raw_env"].notna().any()
+        else ""
+    )
+    day = r["started_at"].min()
+    when = day.strftime("%Y-%m-%d") if not pd.isna(day) else "an unrecorded day"
+    model = r["cpu_model"].iloc[0] or "an unrecorded CPU"
+    return f"sitting {sitting}: {len(r)} rate run(s) on {model}{speed}, {when}"
+
+
+def _one_machine_lines(w: Workload, table: pd.DataFrame, rates: pd.DataFrame) -> list[str]:
+    """Time to the target on a core per process of one machine: env steps to it (the runs of
+    record, any machine) over env steps/s (predicted, rate runs of one sitting); nothing
+    without rate runs."""
+    if table.empty:
+        if len(w.rates):
+            return [
+                "Rate runs were given, but none matched a configuration compared here (its "
+                "algorithm, env runners and hyperparameters) with CPU figures over its second "
+                "half: no time on one machine to show.",
+                "",
+            ]
+        return []
+    refs = sorted({int(n) for n in table["reference_runners"].dropna()})
+    own = _plural(refs[0], "runner") if len(refs) == 1 else "the fewest runners"
+    baseline = next((b for b in table["baseline"] if b), "")
+    header = ["algorithm", "env runners", REACHED, STEPS_KM, "env steps/s (predicted)"]
+    header += [CORES, PREDICTED_TIME, f"speedup vs {own} (predicted) [95%]"]
+    header += [f"speedup vs {baseline} (predicted) [95%]"] if baseline else []
+    header += ["busiest process, its utilisation", SLOWDOWN, "sitting"]
+    rows = []
+    for _, r in table.iterrows():
+        row = [r["algo"], _runners(r["num_env_runners"]), f"{r['reached']}/{r['seeds']}"]
+        row += [_km(r["steps"], fmt_int), fmt_int(r["rate"]), fmt_int(r["cores"])]
+        row += [_km(r["predicted"], fmt_time), _estimate(r["speedup_own"], fmt_ratio)]
+        row += [_estimate(r["speedup_dqn"], fmt_ratio)] if baseline else []
+        busiest = f"{r['busiest']}, {fmt_pct(100.0 * r['utilisation'])}" if r["busiest"] else "—"
+        rows.append(row + [busiest, fmt_ratio(r["slowdown"]), str(r["sitting"])])
+    used = sorted(set(table["sitting"]))
+    missing = sorted(set(w.on_cores["config"]) - set(table["config"])) if len(w.on_cores) else []
+    lines = [
+        f"#### Time to target on a core per process of one machine, predicted "
+        f"({SIGNAL_NAMES[w.signal]})",
+        "",
+        f"At {w.label(w.target)}. The runs of record ran on whatever machine each stretch had, "
+        "and a run's predicted seconds carry its machine's speed; its env steps to the target "
+        "do not. Here each configuration's time is its **env steps to the target** (Kaplan–Meier "
+        "median [95%] over the runs' seeds, measured) over its **env steps per second on a core "
+        "per process**, predicted (`docs/scaling.md`) from a short *rate run* of the same "
+        "configuration: the second half of its training clock, after the learner warmed up. A "
+        "speedup is the runs' env-steps ratio [95% bootstrap interval over seeds] times the two "
+        "configurations' rates, both from one sitting (rate runs one after another on one "
+        "machine); a dash where no sitting measured both, or not every seed of both reached "
+        "the target. The interval comes from the seeds; a rate is one measurement, its own "
+        "noise not in it. Rate runs: " + "; ".join(_sitting_words(rates, s) for s in used) + ".",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+    if missing:
+        lines += [f"No rate run of: {', '.join(missing)}.", ""]
+    return lines
+
+
 # --- Time to target on a core per process -------------------------------------------------------
 
 
-def _lead(w: Workload, table: pd.DataFrame) -> list[str]:
+def _has_speedup(table: pd.DataFrame) -> bool:
+    """Whether a configuration of ``table`` past its algorithm's fewest runners has a speedup."""
+    if table.empty:
+        return False
+    more = table[table["num_env_runners"] > table["reference_runners"]]
+    return bool(more["speedup_own"].map(lambda e: not is_missing(e.value)).any())
+
+
+def _lead(w: Workload, table: pd.DataFrame, one_machine: bool = False) -> list[str]:
     """The section's first lines where runs report CPU figures: the largest predicted speedup
-    from more env runners, and the shortest predicted time to the target."""
+    from more env runners, and the shortest predicted time to the target; on one machine
+    (``one_machine``: ``table`` is the rate runs' one) where it shows a speedup, else each
+    run's own."""
     if table.empty:
         return []
-    return [f"{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
+    where = (
+        "On one machine with a core per process (env steps to the target measured by the runs, "
+        "env steps/s predicted by rate runs in one sitting: the table below): "
+        if one_machine
+        else ""
+    )
+    return [f"{where}{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
 
 
 def _largest_speedup(w: Workload, table: pd.DataFrame) -> str:
@@ -220,10 +311,13 @@ def _shortest(w: Workload, table: pd.DataFrame) -> str:
     if everywhere.empty:
         return ""
     r = everywhere.loc[everywhere["predicted"].map(lambda e: e.value).idxmin()]
+    measured = (
+        f"; {_estimate(r['measured'], fmt_time)} measured as run" if "measured" in r.index else ""
+    )
     return (
         f"Shortest predicted time to {w.label(w.target)}: {r['config']}, "
-        f"{_estimate(r['predicted'], fmt_time)} on {_plural(r['cores'], 'core')} (predicted; "
-        f"{_estimate(r['measured'], fmt_time)} measured as run)."
+        f"{_estimate(r['predicted'], fmt_time)} on {_plural(r['cores'], 'core')} (predicted"
+        f"{measured})."
     )
 
 

@@ -4,7 +4,7 @@ computed once, so that the summary and the detail sections read the same numbers
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import pandas as pd
@@ -21,6 +21,9 @@ class Workload:
     variant: str
     runs: pd.DataFrame  # every row of this env and variant
     selected: pd.DataFrame  # the compared configurations' rows (tables.select_configurations)
+    # short runs of the same configurations in one sitting (analysis report --rates): the
+    # scaling section's time on one machine (predicted.on_one_machine)
+    rates: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def kind(self) -> SuiteWorkload:
@@ -175,16 +178,24 @@ class Workload:
         without them."""
         return predicted.scaling_on_cores(self.selected, self.signal, self.target)
 
+    @cached_property
+    def one_machine(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Time to the target on a core per process of one machine, from the rate runs
+        (predicted.on_one_machine), and the rate trials; empty without rate runs."""
+        return predicted.on_one_machine(self.on_cores, self.selected, self.rates)
+
 
 def workloads(runs: pd.DataFrame) -> list[Workload]:
-    """The workloads of a runs table, sorted by env and variant."""
+    """The workloads of a runs table, sorted by env and variant; a rate run's rows
+    (``predicted.RATE``) are kept apart from the compared ones, in ``Workload.rates``."""
+    is_rate = runs["kind"] == predicted.RATE
+    rates, runs = runs[is_rate], runs[~is_rate]
     selected = tables.select_configurations(runs)
+
+    def of(frame: pd.DataFrame, env: str, variant: str) -> pd.DataFrame:
+        return frame[(frame["env"] == env) & (frame["variant"] == variant)]
+
     return [
-        Workload(
-            env,
-            variant,
-            part,
-            selected[(selected["env"] == env) & (selected["variant"] == variant)],
-        )
+        Workload(env, variant, part, of(selected, env, variant), of(rates, env, variant))
         for (env, variant), part in runs.groupby(["env", "variant"], sort=True)
     ]

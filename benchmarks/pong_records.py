@@ -32,12 +32,20 @@ started anyway (once at least ``MIN_FILL_S`` are left) and stopped at the end. A
 seconds then come from two stretches, whose machines may differ in speed; its env steps compare
 as any run's. Ctrl-C on the queue stops the run going the same way, and the queue with it.
 
+The *rate runs* (``rate=True`` in ``PLAN``) are one sitting: every configuration of the scaling
+table for a few minutes, one after another on the same machine, whose env steps/s the report
+sets against the runs' env steps to 18 (``docs/scaling.md``, "Seconds on one machine"). The
+queue starts them only where all that are left fit in its hours (never with ``--fill``), and
+regenerates the report once, after the last. A sitting cut short (Ctrl-C) goes on in the next
+queue, on that stretch's machine: another sitting, whose ratios with the first the report does
+not take; remove ``results/pong/rates/`` to measure them all again.
+
 Results to expect
 -----------------
 ``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/REPORT.md`` over all of them
 (the earlier runs of record, stopped at the first crossing of 18: ``results/pong/first-crossing/``);
-the one-core check runs (``docs/scaling.md``) go to ``results/scaling/`` and are read by
-``python -m analysis scaling-check``.
+the rate runs' tables in ``results/pong/rates/``; the one-core check runs (``docs/scaling.md``)
+go to ``results/scaling/`` and are read by ``python -m analysis scaling-check``.
 """
 
 from __future__ import annotations
@@ -61,6 +69,7 @@ from sweeps.harness.subprocs import popen_stoppable
 from sweeps.workloads.pong import PONG
 
 RESULTS = Path("results/pong/confirmed")
+RATES = Path("results/pong/rates")  # beside RESULTS: the rate runs' tables
 REPORT = Path("results/pong")
 CHECKS = Path("results/scaling")
 STORAGE = Path("runs/benchmark")
@@ -71,6 +80,8 @@ FIXED_S = 900.0
 # --fill: the least time worth starting a run that does not fit (Ray's start, the first
 # checkpoint), and what a run stopped at the end may take to save and shut Ray down.
 MIN_FILL_S = 1200.0
+# A rate run's start-up (13 runners on 2 cores: ~2 minutes) and collection: no final games.
+RATE_FIXED_S = 240.0
 STOP_GRACE_S = 300.0
 
 
@@ -87,6 +98,9 @@ class RecordRun:
     one_core: bool = False  # the scaling check: the whole run pinned to one core
     stop_timesteps: int | None = None
     named: str | None = None  # the table's name where an earlier run chose it
+    # A rate run (docs/scaling.md): a short run of the configuration whose env steps/s on a core
+    # per process give the report's time on one machine; all of them in one sitting.
+    rate: bool = False
 
     @property
     def name(self) -> str:
@@ -95,9 +109,18 @@ class RecordRun:
         if self.one_core:
             return f"pong-check-1core-{self.algo}-s{self.seed}"
         runners = "" if self.runners is None else f"-r{self.runners}"
+        if self.rate:
+            return f"pong-rate-{self.algo}{runners}"
         return f"pong-conf-{self.algo}{runners}-s{self.seed}"
 
+    @property
+    def fixed_s(self) -> float:
+        """What the run adds to its training budget at most: start-up, final games, report."""
+        return RATE_FIXED_S if self.rate else FIXED_S
+
     def table(self, results: Path, checks: Path) -> Path:
+        if self.rate:
+            return results.parent / RATES.name / f"{self.name}.csv.gz"
         return (checks if self.one_core else results) / f"{self.name}.csv.gz"
 
     def benchmark_argv(self, storage: Path) -> list[str]:
@@ -108,7 +131,7 @@ class RecordRun:
         argv += ["--stop-train-time-s", str(self.budget_s)]
         if self.stop_timesteps is not None:
             argv += ["--stop-timesteps", str(self.stop_timesteps)]
-        if self.one_core:
+        if self.one_core or self.rate:
             argv += ["--final-episodes", "0"]
         return [*argv, "--storage-path", str(storage), "--name", self.name]
 
@@ -141,7 +164,22 @@ PLAN: tuple[RecordRun, ...] = (
     RecordRun("sb3-ppo", 1, None, 7200, "60"),
     # Four runners on two cores (Ray told 5 CPUs): env steps to 18 measured, time predicted.
     *_seeds("apex", 4, 5400, "58", cpus=5),
-    *_seeds("appo", 4, 5400, "58", cpus=5),
+    RecordRun("appo", 0, 4, 5400, "58", cpus=5),
+    # The rate runs: every configuration of the scaling table for a few minutes, one after
+    # another on one machine (docs/scaling.md, "Seconds on one machine"): the runs of record ran
+    # on the machine each stretch had, and their seconds compare across runs only roughly.
+    # Each is measured over the second half of its training clock: Ape-X learns only after
+    # 50,000 env steps, which take longer at 4 and 10 runners on 2 cores.
+    *[
+        RecordRun(
+            algo, 0, runners, 300 if algo == "apex" else 240, "58", cpus=runners + 1, rate=True
+        )
+        for runners in (1, 4)
+        for algo in ("apex", "appo", "impala", "dqn")
+    ],
+    RecordRun("apex", 0, 10, 600, "58", cpus=11, rate=True),
+    RecordRun("impala", 0, 13, 300, "58", cpus=14, rate=True),
+    *[RecordRun("appo", s, 4, 5400, "58", cpus=5) for s in (1, 2)],
     # The check that the time predicted on a core per process holds (docs/scaling.md): one runner
     # on one core predicts it on two (the 2-core runs are the one-runner runs above, seed for
     # seed). Before the other four-runner runs, whose predicted times rest on it.
@@ -209,11 +247,11 @@ def status(run: RecordRun, at: Places) -> str:
 def worst_case_s(run: RecordRun, state: str, storage: Path) -> float:
     """The longest the run can take from here: its budget left, plus start-up and reports."""
     if state in ("collected", "ended"):
-        return FIXED_S / 3
+        return run.fixed_s / 3
     left = run.budget_s
     if state == "interrupted":
         left = max(run.budget_s - ran_s(experiment_folder(run, storage)), 0.0)
-    return left * WALL_PER_TRAIN_S + FIXED_S
+    return left * WALL_PER_TRAIN_S + run.fixed_s
 
 
 # --- Running one ---------------------------------------------------------------------------------
@@ -228,10 +266,13 @@ def resume_command(run: RecordRun, storage: Path) -> list[str]:
 
 
 def report_command(results: Path, out: Path | None = None) -> list[str]:
-    """The report over every collected table in ``results``, written to ``out`` (default: there)."""
+    """The report over every collected table in ``results``, written to ``out`` (default: there),
+    with the rate runs collected beside them (``--rates``)."""
     tables = sorted(str(p) for p in results.glob("pong-conf-*.csv.gz"))
+    rates = sorted(str(p) for p in (results.parent / RATES.name).glob("pong-rate-*.csv.gz"))
     out = results if out is None else out
-    return [sys.executable, "-m", "analysis", "report", *tables, "--out", str(out)]
+    rated = ["--rates", *rates] if rates else []
+    return [sys.executable, "-m", "analysis", "report", *tables, *rated, "--out", str(out)]
 
 
 def report_paths(out: Path) -> list[str]:
@@ -310,7 +351,11 @@ def execute(run: RecordRun, state: str, at: Places, commit: bool, end: float | N
     collect = [sys.executable, "-m", "analysis", "collect", str(storage / run.name)]
     rc = _call([*collect, "--out", str(table)], f"{run.name}: collecting")
     paths = [table]
-    if rc == 0 and not run.one_core:
+    # a rate run's sitting regenerates the report once, after its last run
+    sitting_left = run.rate and any(
+        r.rate and r != run and status(r, at) != "collected" for r in PLAN
+    )
+    if rc == 0 and not run.one_core and not sitting_left:
         rc = _call(report_command(results, at.report_folder), f"{run.name}: the report")
         paths += [results, *report_paths(at.report_folder)]
     if rc == 0 and commit:
@@ -371,6 +416,12 @@ def running_elsewhere() -> list[str]:
     return found
 
 
+def sitting_s(at: Places) -> float:
+    """The longest the rate runs not yet collected can take, one after another."""
+    left = [(r, status(r, at)) for r in PLAN if r.rate]
+    return sum(worst_case_s(r, st, at.storage) for r, st in left if st != "collected")
+
+
 def listing(at: Places) -> str:
     lines, done = [], 0
     for run in PLAN:
@@ -405,13 +456,24 @@ def _queue(argv: Sequence[str] | None) -> int:
         parser.error(f"another run is going ({busy[0]}): runs of record run alone")
     deadline = time.monotonic() + args.hours * 3600
     print("[records] runs of record time the whole machine: run nothing beside them", flush=True)
+    sitting: bool | None = None  # whether the rate runs left fit (decided at the first)
     for run in PLAN:
         state = status(run, at)
         if state == "collected":
             continue
         need = worst_case_s(run, state, at.storage)
         left = deadline - time.monotonic()
-        fills = args.fill and need > left >= MIN_FILL_S
+        fills = args.fill and need > left >= MIN_FILL_S and not run.rate
+        if run.rate and sitting is None:  # a sitting runs whole, on one machine, or waits
+            sitting = sitting_s(at) <= left
+            if not sitting:
+                print(
+                    f"[records] the rate runs left: skipped, at most {sitting_s(at) / 3600:.1f} h "
+                    f"one after another (one sitting) and {max(left, 0.0) / 3600:.1f} h left",
+                    flush=True,
+                )
+        if run.rate and not sitting:
+            continue
         if need > left and not fills:
             print(
                 f"[records] {run.name} ({state}): skipped, at most {need / 3600:.1f} h "

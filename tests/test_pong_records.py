@@ -41,9 +41,45 @@ def test_every_planned_run_is_a_benchmark_command_of_one_configuration(tmp_path)
         seeds = {
             r.seed
             for r in records.PLAN
-            if (r.algo, r.runners, r.one_core) == (algo, runners, False)
+            if (r.algo, r.runners, r.one_core, r.rate) == (algo, runners, False, False)
         }
         assert seeds == {0, 1, 2}, (algo, runners)
+        # and one rate run of it, in one sitting with the others (docs/scaling.md)
+        rates = [r for r in records.PLAN if r.rate and (r.algo, r.runners) == (algo, runners)]
+        assert len(rates) == 1 and rates[0].budget_s <= 600, (algo, runners)
+        assert rates[0].cpus == runners + 1 and "--final-episodes" in rates[0].benchmark_argv(
+            tmp_path
+        )
+
+
+def test_the_rate_runs_are_one_sitting_run_whole_or_not_at_all(tmp_path, capsys):
+    """The rate runs go one after another where all that are left fit in the hours, never as a
+    --fill; their tables go beside the runs' (results/pong/rates) and the report takes them."""
+    at = _places(tmp_path)
+    for run in records.PLAN:  # every run of record collected, no rate run yet
+        if not run.rate:
+            run.table(at.results, at.checks).parent.mkdir(parents=True, exist_ok=True)
+            run.table(at.results, at.checks).write_bytes(b"")
+    rates = [r for r in records.PLAN if r.rate]
+    sitting = records.sitting_s(at)
+    assert sitting == pytest.approx(
+        sum(records.worst_case_s(r, "to do", at.storage) for r in rates)
+    )
+    argv = ["--results", str(at.results), "--checks", str(at.checks)]
+    argv += ["--storage-path", str(at.storage), "--dry-run", "--fill", "--hours"]
+    assert records.main([*argv, str(sitting / 3600 * 0.98)]) == 0
+    out = capsys.readouterr().out
+    assert "would run" not in out and "the rate runs left: skipped" in out
+    assert records.main([*argv, str(sitting / 3600 * 1.02)]) == 0
+    would = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
+    assert [line.split()[1] for line in would] == [r.name for r in rates]
+    table = rates[0].table(at.results, at.checks)
+    assert table.parent == at.results.parent / "rates"
+    assert "--rates" not in records.report_command(at.results)
+    table.parent.mkdir(parents=True)
+    table.write_bytes(b"")
+    command = records.report_command(at.results)
+    assert command[command.index("--rates") + 1] == str(table)
 
 
 def _record(folder: Path, status: str) -> None:
