@@ -14,6 +14,8 @@ them) the section is as it was: throughput, and the measured time to target.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from analysis import predicted, stats
@@ -32,6 +34,31 @@ from analysis.fmt import (
 from analysis.sections import REACHED, SPEEDUP, STEPS_PER_S, TARGET, TIME, km_cell
 from analysis.tables import SIGNAL_NAMES
 from analysis.workload import Workload
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A published speedup of one algorithm at its scale over the single-runner DQN, checked
+    wherever the runs hold both (its source says where it comes from)."""
+
+    algo: str
+    runners: int
+    ratio: float
+    words: str  # what was claimed, in a phrase
+    source: str
+
+
+# The source article: 10 actors reached the cab env's best reward in 3 minutes, where single-
+# machine training had taken ~35 ("the training time is reduced by 90%").
+CLAIMS = (
+    Claim(
+        "apex",
+        10,
+        35.0 / 3.0,
+        "Ape-X with 10 actors 11.7× as fast as single-machine DQN, 3 minutes against ~35",
+        "Srikanth Machiraju, *Scalable Reinforcement Learning Using Azure ML and Ray*",
+    ),
+)
 
 # Column headers of the table on a core per process: which clock each time is on, always said.
 STEPS_KM = "env steps to target, KM median [95%]"
@@ -52,6 +79,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
     one_machine, rates = w.one_machine
     on_one = _has_speedup(one_machine)
     lines += _lead(w, one_machine if on_one else on_cores, on_one)
+    lines += _claim_lines(w, one_machine, on_cores)
     scaled = (
         tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
     ).any()
@@ -253,6 +281,51 @@ def _lead(w: Workload, table: pd.DataFrame, one_machine: bool = False) -> list[s
         else ""
     )
     return [f"{where}{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
+
+
+def _claim_lines(w: Workload, one_machine: pd.DataFrame, on_cores: pd.DataFrame) -> list[str]:
+    """Each claim (``CLAIMS``) whose algorithm the runs hold: its speedup over the single-runner
+    DQN here, predicted on a core per process (on one machine where rate runs measured both),
+    and whether the interval holds the claimed ratio; nothing where the algorithm never ran."""
+    lines = []
+    for c in CLAIMS:
+        if on_cores.empty or c.algo not in set(on_cores["algo"]):
+            continue
+        head = f"**The source article's claim at its scale** ({c.words}; {c.source}): "
+        config = f"{c.algo} at {_plural(c.runners, 'runner')}"
+        rows = on_cores[(on_cores["algo"] == c.algo) & (on_cores["num_env_runners"] == c.runners)]
+        if rows.empty:
+            lines += [f"{head}no run of {config} here yet.", ""]
+            continue
+        r = rows.iloc[0]
+        where = " (predicted)"
+        gain = r["speedup_dqn"]
+        if len(one_machine):
+            mine = one_machine[one_machine["config"] == r["config"]]
+            if len(mine) and not is_missing(mine.iloc[0]["speedup_dqn"].value):
+                gain, where = mine.iloc[0]["speedup_dqn"], " (predicted, on one machine)"
+        if not r["baseline"] or is_missing(gain.value):
+            why = (
+                f"{config} reached {w.label(w.target)} on {r['reached']}/{r['seeds']} seeds"
+                if r["reached"] < r["seeds"]
+                else "no single-runner DQN reached it on every seed of the same seeds"
+            )
+            lines += [f"{head}no speedup to set against it: {why}.", ""]
+            continue
+        if gain.has_interval and gain.low <= c.ratio <= gain.high:
+            verdict = "the claimed ratio is inside its interval: consistent with it"
+        elif gain.has_interval and gain.high < c.ratio:
+            verdict = "the interval lies below the claimed ratio: not reproduced here"
+        elif gain.has_interval:
+            verdict = "the interval lies above the claimed ratio: exceeded here"
+        else:
+            verdict = "one seed's figure, no interval: no verdict"
+        lines += [
+            f"{head}here {config} is {_estimate(gain, fmt_ratio)} as fast as {r['baseline']} "
+            f"to {w.label(w.target)} on a core per process{where}; {verdict}.",
+            "",
+        ]
+    return lines
 
 
 def _largest_speedup(w: Workload, table: pd.DataFrame) -> str:

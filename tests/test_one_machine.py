@@ -147,3 +147,31 @@ def test_a_report_without_rate_runs_has_no_table_on_one_machine(tmp_path):
     table = collect.read_runs_csv(tmp_path / "out" / "runs.csv")
     assert predicted.RATE not in set(table["kind"])
     assert not math.isnan(table["predicted_train_time_s"].max())
+
+
+def test_the_source_articles_claim_is_set_against_the_runs_at_its_scale(tmp_path):
+    """Ape-X at 10 runners against the single-runner DQN: the article's 11.7x, checked against
+    the interval of the predicted speedup; where no run of it exists, the report says so."""
+    from tests.test_scaling_report import _reaching_90_at
+
+    _, section = _report(tmp_path)
+    assert "**The source article's claim at its scale**" not in section  # no Ape-X ran
+    root = tmp_path / "raw"
+    apex = [
+        dict(seed=s, num_env_runners=10, greedy=_reaching_90_at(i), returns=[NAN] * 5)
+        for s, i in enumerate((2, 3, 3))
+    ]
+    folder = write_experiment(root, "apex_r10", apex, algo="apex")
+    ran = {"driver": 2.0, **{f"env_runner_{i}": 1.0 for i in range(1, 11)}}
+    add_cpu_figures(folder, factor=0.25, ran_s=ran, trial_cpus=11.0)
+    out = tmp_path / "claim"
+    assert main(["report", str(root), "--out", str(out)]) == 0
+    lines = [
+        line
+        for line in _section((out / "REPORT.md").read_text(), SECTION).splitlines()
+        if "source article" in line
+    ]
+    # 2 s at the median for DQN at 1 runner, 0.75 s for Ape-X at 10: 2.67x, far below 11.7x
+    assert len(lines) == 1 and "here apex at 10 runners is 2.67× [" in lines[0]
+    assert "as fast as dqn · 1 runner" in lines[0]
+    assert lines[0].endswith("the interval lies below the claimed ratio: not reproduced here.")
