@@ -353,18 +353,17 @@ def on_one_machine(
         for _, r in on_cores.iterrows()
     }
 
-    def pair_ratio(config: str, reference: str) -> tuple[float, int]:
+    def pair_ratio(config: str, reference: str) -> float:
         """rate(config) / rate(reference) in the latest sitting that measured both."""
         mine, theirs = found.get(config), found.get(reference)
-        if mine is None or theirs is None or mine.empty or theirs.empty:
-            return math.nan, 0
+        if mine is None or theirs is None:
+            return math.nan
         for _, m in mine.iterrows():
             t = theirs[theirs["sitting"] == m["sitting"]]
             if len(t):
-                return float(m["predicted"]) / float(t.iloc[0]["predicted"]), int(m["sitting"])
-        return math.nan, 0
+                return float(m["predicted"]) / float(t.iloc[0]["predicted"])
+        return math.nan
 
-    by_runners = on_cores.set_index(["algo", "num_env_runners"])
     out = []
     for _, r in on_cores.iterrows():
         mine = found[r["config"]]
@@ -374,15 +373,16 @@ def on_one_machine(
         steps = r["steps"]
         time = _scaled(steps, 1.0 / rate["predicted"])
         own = stats.Estimate(math.nan)
-        n_ref = r["reference_runners"]
-        if not math.isnan(n_ref) and (r["algo"], n_ref) in by_runners.index:
-            ref_config = by_runners.loc[(r["algo"], n_ref), "config"]
-            ratio, _ = pair_ratio(r["config"], ref_config)
-            own = _scaled(r["steps_ratio_own"], ratio)
+        # the reference the runs' env-steps ratio is against (tables.scaling_time_to_target's)
+        ref = on_cores[
+            (on_cores["algo"] == r["algo"])
+            & (on_cores["num_env_runners"] == r["reference_runners"])
+        ]
+        if len(ref):
+            own = _scaled(r["steps_ratio_own"], pair_ratio(r["config"], ref.iloc[0]["config"]))
         dqn = stats.Estimate(math.nan)
         if r["baseline"]:
-            ratio, _ = pair_ratio(r["config"], r["baseline"])
-            dqn = _scaled(r["steps_ratio_dqn"], ratio)
+            dqn = _scaled(r["steps_ratio_dqn"], pair_ratio(r["config"], r["baseline"]))
         out.append(
             {
                 **{k: r[k] for k in ("algo", "num_env_runners", "config", "seeds", "reached")},
