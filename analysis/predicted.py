@@ -326,7 +326,9 @@ def _rate_of(
         return rates
     same = rates[(rates["algo"] == algo) & (rates["num_env_runners"] == runners)]
     rows = selected[selected["config"] == config]
-    same = same[[_same_recipe(hp, rows) for hp in same["hp"]]] if len(rows) else same.iloc[0:0]
+    if same.empty or rows.empty:
+        return rates.iloc[0:0]
+    same = same[same["hp"].map(lambda hp: _same_recipe(hp, rows)).astype(bool)]
     return same.sort_values("sitting", ascending=False, kind="stable")
 
 

@@ -130,6 +130,21 @@ def test_time_on_one_machine_is_env_steps_over_the_rate_runs_rate(tmp_path):
     assert "| rate_r1 | rate | dqn |" in _section(text, "## Reproducibility")
 
 
+def test_a_configuration_without_a_rate_run_is_named_and_the_rest_shown(tmp_path):
+    """Rate runs of one runner only (and the single-process baseline never has one): the table
+    has the configurations a rate run measured, and names the others."""
+    import shutil
+
+    runs = write_scaling(tmp_path / "raw", cpu=True)
+    rates = write_rates(tmp_path / "rates")
+    shutil.rmtree(rates / "rate_r4")
+    out = tmp_path / "out"
+    assert main(["report", str(runs), "--rates", str(rates), "--out", str(out)]) == 0
+    section = _section(_section((out / "REPORT.md").read_text(), SECTION), ONE_MACHINE)
+    assert [r["env runners"] for r in _table(section)] == ["1"]
+    assert "No rate run of: dqn · 4 runners." in section
+
+
 def test_no_ratio_between_configurations_no_sitting_measured_both(tmp_path):
     _, section = _report(tmp_path, apart_h=5)
     rows = {r["env runners"]: r for r in _table(_section(section, ONE_MACHINE))}
