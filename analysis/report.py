@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -392,25 +393,33 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     gzipped = any(str(i).endswith(GZIPPED) for i in args.inputs)
     csv_path = out / (f"{RUNS_CSV}.gz" if gzipped else RUNS_CSV)
-    write_runs_csv(collection.runs, csv_path)
-    runs = read_runs_csv(csv_path)  # the report reads only the table, exactly as written
-    references, note = (None, None) if args.no_references else reference_returns(runs)
-    held_out = ["--held-out", *args.held_out] if args.held_out else []
-    rates = ["--rates", *args.rates] if args.rates else []
-    command = shlex.join(
-        ["python", "-m", "analysis", "report", *args.inputs, *held_out, *rates, "--out", args.out]
-    )
-    text = render_report(
-        runs,
-        out,
-        command=command,
-        skipped=collection.skipped,
-        deduped=collection.deduped,
-        repaired=collection.repaired,
-        references=references,
-        reference_note=note,
-        held_out=args.held_out,
-    )
+    # The table lands beside its report only once the report rendered: a report that fails
+    # leaves the table and the report before it as they were, in step.
+    pending = csv_path.with_name(f".pending-{os.getpid()}-{csv_path.name}")
+    try:
+        write_runs_csv(collection.runs, pending)
+        runs = read_runs_csv(pending)  # the report reads only the table, exactly as written
+        references, note = (None, None) if args.no_references else reference_returns(runs)
+        held_out = ["--held-out", *args.held_out] if args.held_out else []
+        rates = ["--rates", *args.rates] if args.rates else []
+        command = shlex.join(
+            ["python", "-m", "analysis", "report", *args.inputs, *held_out, *rates]
+            + ["--out", args.out]
+        )
+        text = render_report(
+            runs,
+            out,
+            command=command,
+            skipped=collection.skipped,
+            deduped=collection.deduped,
+            repaired=collection.repaired,
+            references=references,
+            reference_note=note,
+            held_out=args.held_out,
+        )
+        os.replace(pending, csv_path)
+    finally:
+        pending.unlink(missing_ok=True)
     report = out / REPORT_FILE
     atomic_write_text(report, text)
     print(f"wrote {report} ({runs['experiment'].nunique()} experiments, {len(runs)} rows)")

@@ -476,6 +476,27 @@ def test_a_report_of_gzipped_tables_writes_its_table_gzipped(suite_dir, tmp_path
     pd.testing.assert_frame_equal(written, collect.read_runs_csv(table))
 
 
+def test_a_report_that_fails_to_render_leaves_its_table_and_report_as_they_were(
+    suite_dir, tmp_path, monkeypatch
+):
+    """The table and its report land together: a render that fails leaves the last ones in step,
+    and nothing half-written beside them."""
+    from analysis import report
+
+    out = tmp_path / "out"
+    assert main(["report", str(suite_dir / "dqn_bench"), "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a section failed")
+
+    monkeypatch.setattr(report, "render_report", broken)
+    with pytest.raises(RuntimeError):
+        main(["report", str(suite_dir), "--out", str(out)])  # more runs: another table
+    after = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert after == before
+
+
 def test_a_damaged_table_is_one_clear_error(tmp_path, capsys):
     broken = tmp_path / "cut.csv.gz"
     broken.write_bytes(gzip.compress(b"sweep,kind\n" * 1000)[:40])  # a copy cut short
