@@ -1,6 +1,7 @@
-"""The Pong runs of record as data and their queue (benchmarks/pong_records.py): each planned run
-is a valid benchmark command, where each run stands is read from its files, and the queue takes
-only what fits in the hours given. Nothing here runs Pong."""
+"""The Pong runs of record as data (benchmarks/pong_records.py) and the queue that runs them
+(benchmarks/records.py): each planned run is a valid benchmark command, where each run stands is
+read from its files, and the queue takes only what fits in the hours given. Nothing here runs
+Pong."""
 
 from __future__ import annotations
 
@@ -14,14 +15,20 @@ from pathlib import Path
 import pytest
 
 from benchmarks import pong_records as records
+from benchmarks import records as queue
 from sweeps import benchmark
 from sweeps.harness.files import EVALUATION_FILE
 from sweeps.harness.record import RECORD_FILE
 from tests import stopping_child
 
 
-def _places(tmp_path: Path) -> records.Places:
-    return records.Places(tmp_path / "results", tmp_path / "checks", tmp_path / "runs")
+def _places(tmp_path: Path) -> queue.Places:
+    return queue.Places(tmp_path, tmp_path / "runs")
+
+
+def _pong(lines: list[str]) -> list[str]:
+    """The queue's lines about Pong's runs (the env family's take the hours left after them)."""
+    return [line for line in lines if "] pong-" in line]
 
 
 def test_every_planned_run_is_a_benchmark_command_of_one_configuration(tmp_path):
@@ -58,27 +65,26 @@ def test_the_rate_runs_are_one_sitting_run_whole_or_not_at_all(tmp_path, capsys)
     at = _places(tmp_path)
     for run in records.PLAN:  # every run of record collected, no rate run yet
         if not run.rate:
-            run.table(at.results, at.checks).parent.mkdir(parents=True, exist_ok=True)
-            run.table(at.results, at.checks).write_bytes(b"")
+            run.table(at).parent.mkdir(parents=True, exist_ok=True)
+            run.table(at).write_bytes(b"")
     rates = [r for r in records.PLAN if r.rate]
-    sitting = records.sitting_s(at)
-    assert sitting == pytest.approx(
-        sum(records.worst_case_s(r, "to do", at.storage) for r in rates)
-    )
-    argv = ["--results", str(at.results), "--checks", str(at.checks)]
-    argv += ["--storage-path", str(at.storage), "--dry-run", "--fill", "--hours"]
-    assert records.main([*argv, str(sitting / 3600 * 0.98)]) == 0
+    sitting = queue.sitting_s(records.QUEUE, at)
+    assert sitting == pytest.approx(sum(queue.worst_case_s(r, "to do", at.storage) for r in rates))
+    argv = ["--root", str(tmp_path), "--storage-path", str(at.storage), "--dry-run", "--fill"]
+    assert records.main([*argv, "--hours", str(sitting / 3600 * 0.98)]) == 0
     out = capsys.readouterr().out
-    assert "would run" not in out and "the rate runs left: skipped" in out
-    assert records.main([*argv, str(sitting / 3600 * 1.02)]) == 0
-    would = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
+    assert not _pong([x for x in out.splitlines() if "would run" in x])
+    assert "the rate runs left: skipped" in out
+    assert records.main([*argv, "--hours", str(sitting / 3600 * 1.02)]) == 0
+    would = _pong([x for x in capsys.readouterr().out.splitlines() if "would run" in x])
     assert [line.split()[1] for line in would] == [r.name for r in rates]
-    table = rates[0].table(at.results, at.checks)
-    assert table.parent == at.results.parent / "rates"
-    assert "--rates" not in records.report_command(at.results)
+    results = at / records.RESULTS
+    table = rates[0].table(at)
+    assert table.parent == results.parent / "rates"
+    assert "--rates" not in records.report_command(results)
     table.parent.mkdir(parents=True)
     table.write_bytes(b"")
-    command = records.report_command(at.results)
+    command = records.report_command(results)
     assert command[command.index("--rates") + 1] == str(table)
 
 
@@ -90,36 +96,36 @@ def _record(folder: Path, status: str) -> None:
 def test_where_a_run_stands_is_read_from_its_files(tmp_path):
     at = _places(tmp_path)
     run = records.RecordRun("appo", 1, 1, 5400, "58 59")
-    assert records.status(run, at) == "to do"
+    assert queue.status(run, at) == "to do"
     _record(at.storage / run.name / f"{run.name}-appo", "running")  # killed mid-run
-    assert records.status(run, at) == "interrupted"
+    assert queue.status(run, at) == "interrupted"
     (at.storage / run.name / f"{run.name}-appo" / RECORD_FILE).write_text(
         json.dumps({"args": {}, "status": "finished"})
     )
-    assert records.status(run, at) == "ended"
-    assert records.worst_case_s(run, "ended", at.storage) < records.FIXED_S
-    at.results.mkdir()
-    (at.results / f"{run.name}.csv.gz").write_bytes(b"")
-    assert records.status(run, at) == "collected"
+    assert queue.status(run, at) == "ended"
+    assert queue.worst_case_s(run, "ended", at.storage) < records.FIXED_S
+    (at / records.RESULTS).mkdir(parents=True)
+    (at / records.RESULTS / f"{run.name}.csv.gz").write_bytes(b"")
+    assert queue.status(run, at) == "collected"
     check = records.RecordRun("appo", 0, 1, 7200, "58", one_core=True)
-    assert check.table(at.results, at.checks).parent == at.checks
-    assert records.shown(check, at.storage).startswith("taskset -c 0 python -m sweeps.benchmark")
+    assert check.table(at).parent == at / records.CHECKS
+    assert queue.shown(check, at.storage).startswith("taskset -c 0 python -m sweeps.benchmark")
 
 
 def test_the_queue_takes_only_what_fits_and_says_why_it_skips(tmp_path, capsys):
     at = _places(tmp_path)
-    argv = ["--results", str(at.results), "--checks", str(at.checks)]
-    argv += ["--storage-path", str(at.storage), "--hours", "2", "--dry-run"]
-    assert records.main(argv) == 0
+    argv = ["--root", str(tmp_path), "--storage-path", str(at.storage), "--hours", "2"]
+    assert records.main([*argv, "--dry-run"]) == 0
     out = capsys.readouterr().out.splitlines()
     would = [line for line in out if "would run" in line]
-    # 2 hours hold one 5,400 s run (1.1 x 5,400 s + 900 s = 1.9 h) and nothing after it.
-    assert len(would) == 1 and records.PLAN[0].name in would[0]
-    assert any("skipped, at most" in line for line in out)
-    assert not at.storage.exists() and not at.results.exists()  # a dry run writes nothing
-    assert records.main(argv[:6]) == 0  # the listing
+    # 2 hours hold one 5,400 s run (1.1 x 5,400 s + 900 s = 1.9 h) and no Pong run after it;
+    # the env family's short runs take the 0.1 h left.
+    assert len(_pong(would)) == 1 and records.PLAN[0].name in would[0]
+    assert any("skipped, at most" in line for line in _pong(out))
+    assert not at.storage.exists() and not (at / "results").exists()  # a dry run writes nothing
+    assert records.main(argv[:4]) == 0  # the listing
     listing = capsys.readouterr().out
-    assert f"0 of {len(records.PLAN)} runs collected" in listing
+    assert f"0 of {len(records.QUEUE)} runs collected" in listing
 
 
 def test_bad_hours_and_a_run_going_elsewhere_are_one_line_errors(tmp_path):
@@ -131,7 +137,7 @@ def test_bad_hours_and_a_run_going_elsewhere_are_one_line_errors(tmp_path):
     )
     try:
         time.sleep(0.5)
-        assert any(line.startswith(f"{other.pid}:") for line in records.running_elsewhere())
+        assert any(line.startswith(f"{other.pid}:") for line in queue.running_elsewhere())
         cmd = [*cmd[:-1], "1", "--storage-path", str(tmp_path / "runs")]
         done = subprocess.run(cmd, capture_output=True, text=True)
         assert done.returncode == 2 and "another run is going" in done.stderr
@@ -148,8 +154,8 @@ def test_a_run_that_fails_stops_the_queue_before_collecting(tmp_path, monkeypatc
     if state == "interrupted":
         _record(at.storage / run.name / f"{run.name}-appo", "running")
     calls = []
-    monkeypatch.setattr(records, "_call", lambda cmd, log, end=None: calls.append(cmd) or 3)
-    assert records.execute(run, state, at, commit=True) == 3
+    monkeypatch.setattr(queue, "_call", lambda cmd, log, end=None: calls.append(cmd) or 3)
+    assert queue.execute(run, state, at, commit=True) == 3
     assert len(calls) == 1 and "analysis" not in calls[0]
     assert ("--resume" in calls[0]) == (state == "interrupted")
     assert (
@@ -168,8 +174,8 @@ def test_a_run_stopped_in_its_final_games_plays_them_first(tmp_path, monkeypatch
     if played:
         (trial / EVALUATION_FILE).write_text("{}")
     calls = []
-    monkeypatch.setattr(records, "_call", lambda cmd, log, end=None: calls.append(cmd) or 0)
-    assert records.execute(run, records.status(run, at), at, commit=False) == 0
+    monkeypatch.setattr(queue, "_call", lambda cmd, log, end=None: calls.append(cmd) or 0)
+    assert queue.execute(run, queue.status(run, at), at, commit=False) == 0
     games = [c for c in calls if "sweeps.evaluate" in c]
     assert len(games) == (0 if played else 1)
     if not played:
@@ -179,14 +185,14 @@ def test_a_run_stopped_in_its_final_games_plays_them_first(tmp_path, monkeypatch
 
 def test_fill_starts_the_run_that_does_not_fit_and_only_with_time_worth_it(tmp_path, capsys):
     at = _places(tmp_path)
-    argv = ["--results", str(at.results), "--checks", str(at.checks)]
-    argv += ["--storage-path", str(at.storage), "--dry-run", "--fill"]
+    argv = ["--root", str(tmp_path), "--storage-path", str(at.storage), "--dry-run", "--fill"]
     assert records.main([*argv, "--hours", "1"]) == 0
     would = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
     # One hour holds none of the runs: the first is started and stopped at the end, alone.
     assert len(would) == 1 and records.PLAN[0].name in would[0] and "(--fill)" in would[0]
-    assert records.main([*argv, "--hours", str(records.MIN_FILL_S / 3600 * 0.9)]) == 0
-    assert "would run" not in capsys.readouterr().out
+    assert records.main([*argv, "--hours", str(queue.MIN_FILL_S / 3600 * 0.9)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert not [line for line in _pong(out) if "would run" in line]
 
 
 def _group_gone(pgid: int, within_s: float = 10.0) -> bool:
@@ -229,14 +235,14 @@ def test_a_run_still_going_at_the_end_is_stopped_as_ctrl_c_stops_it(
             time.sleep(0.05)
         return started[-1]
 
-    monkeypatch.setattr(records.subprocess, "Popen", popen_listening)
+    monkeypatch.setattr(queue.subprocess, "Popen", popen_listening)
     t0 = time.monotonic()
-    with pytest.raises(records.StoppedAtEnd):
-        records._call([*stopping_child.COMMAND, str(saved)], "a run", time.monotonic() + 3)
+    with pytest.raises(queue.StoppedAtEnd):
+        queue._call([*stopping_child.COMMAND, str(saved)], "a run", time.monotonic() + 3)
     assert saved.read_text() == "saved"  # its clean stop ran to its end before the queue went on
     assert time.monotonic() - t0 < 30
     assert _group_gone(started[0].pid)  # and nothing of its process group outlived it
-    assert records._call([sys.executable, "-c", "raise SystemExit(4)"], "a short one") == 4
+    assert queue._call([sys.executable, "-c", "raise SystemExit(4)"], "a short one") == 4
 
 
 def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
@@ -248,13 +254,14 @@ def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
     monkeypatch.chdir(tmp_path)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run(["git", "init", "-q"], check=True)
-    at = records.Places(Path("pong/confirmed"), Path("checks"), Path("runs"), Path("pong"))
-    at.results.mkdir(parents=True)
+    at = queue.Places(Path("."), Path("runs"))
+    results, report_folder = at / records.RESULTS, at / records.REPORT
+    results.mkdir(parents=True)
     for name in ("REPORT.md", "km_pong.png", "old_pong.png", "notes.md"):
-        (at.report_folder / name).write_text("before")
+        (report_folder / name).write_text("before")
     subprocess.run(["git", "add", "."], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "before"], check=True)
-    (at.report_folder / "notes.md").write_text("changed beside the run")
+    (report_folder / "notes.md").write_text("changed beside the run")
     run = records.RecordRun("appo", 1, 1, 5400, "58 59")
     _record(at.storage / run.name / f"{run.name}-appo", "finished")
     (at.storage / run.name / f"{run.name}-appo" / EVALUATION_FILE).write_text("{}")
@@ -273,25 +280,25 @@ def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
             return subprocess.call([*git, *cmd[1:]])
         return 0
 
-    monkeypatch.setattr(records, "_call", call)
-    assert records.execute(run, "ended", at, commit=True) == 0
+    monkeypatch.setattr(queue, "_call", call)
+    assert queue.execute(run, "ended", at, commit=True) == 0
     (report,) = [c for c in calls if "report" in c]
     assert report[report.index("report") + 1 :] == [
-        str(at.results / f"{run.name}.csv.gz"),
+        str(results / f"{run.name}.csv.gz"),
         "--out",
-        "pong",
+        "results/pong",
     ]
     committed = subprocess.run(
         ["git", "show", "--name-status", "--format=", "HEAD"], capture_output=True, text=True
     ).stdout.split("\n")
     assert sorted(filter(None, committed)) == [
-        "A\tpong/confirmed/pong-conf-appo-r1-s1.csv.gz",
-        "A\tpong/runs.csv.gz",
-        "D\tpong/old_pong.png",
-        "M\tpong/REPORT.md",
-        "M\tpong/km_pong.png",
+        "A\tresults/pong/confirmed/pong-conf-appo-r1-s1.csv.gz",
+        "A\tresults/pong/runs.csv.gz",
+        "D\tresults/pong/old_pong.png",
+        "M\tresults/pong/REPORT.md",
+        "M\tresults/pong/km_pong.png",
     ]
     status = subprocess.run(
         ["git", "status", "--short", "--untracked-files=no"], capture_output=True, text=True
     ).stdout
-    assert status.strip() == "M pong/notes.md"
+    assert status.strip() == "M results/pong/notes.md"

@@ -1,6 +1,6 @@
 """A child process that a SIGINT stops as Ctrl-C at a terminal does, however this process was
 started: the one home of that rule for the tools that stop their runs with SIGINT (the Pong
-queue, ``benchmarks/pong_records.py``; the fault lab, ``benchmarks/faultlab/procs.py``)."""
+queue, ``benchmarks/records.py``; the fault lab, ``benchmarks/faultlab/procs.py``)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,133 @@
+"""The env family's runs of record, as data: the four with the generic defaults as they stand (the
+*before* of the defaults issue: tuned on CartPole-v1 alone), and Stable-Baselines3's DQN beside
+them, on every env of ``sweeps/env_family.py``, 3 seeds each, one run per (env, algorithm, seed).
+
+Each run is a few minutes (its env's budget: 120-1,200 s of training), so the queue
+(``benchmarks/records.py``) fits them in the hours the long Pong runs leave
+(``python -m benchmarks.pong_records`` takes them after Pong's), or runs them alone. A run is
+*collected* once its table ``results/gym/before/<name>.csv.gz`` exists; each one collected
+regenerates the family report over all of them, the held-out envs apart:
+``results/gym/before/REPORT.md``. The cheapest envs come first, all their seeds before the next
+env's, so that each env's row is whole as soon as it can be.
+
+LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
+".[family]"``); where it is missing, their runs are skipped and say so.
+
+How to run
+----------
+    python -m benchmarks.family_records                       # every run: status, command
+    python -m benchmarks.family_records --hours 1 --dry-run   # what fits in an hour
+    nohup python -m benchmarks.family_records --hours 1 --commit > family.log 2>&1 &
+
+Results to expect
+-----------------
+``results/gym/before/<name>.csv.gz`` per run and ``results/gym/before/REPORT.md`` over them: per
+env, the seeds that reached its target, time and env steps to it, the collapse flag, and across
+the family how often each algorithm was fastest.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import records
+from benchmarks.records import Places
+from sweeps.benchmark import ALGOS
+from sweeps.env_family import FAMILY, HELD_OUT, TUNING, FamilyEnv, missing
+from sweeps.workloads import for_env
+
+# The generic defaults as they stand: run before the family tunes them (the tuned ones are the
+# next stage, in a folder of their own).
+STAGE = "before"
+RESULTS = Path("results/gym") / STAGE
+BASELINE = "sb3-dqn"  # the baseline of the defaults issue: rl-zoo3's tuned DQN
+SEEDS = (0, 1, 2)
+# A family run's wall-clock per training second (periodic greedy evaluation within 25% of the
+# training clock, and the trial's start-up) and what each run adds (Ray's start, the report).
+WALL_PER_TRAIN_S = 1.5
+FIXED_S = 300.0
+
+
+@functools.cache
+def _why_not(env: str) -> str | None:
+    """Why the family's env ``env`` (its id) cannot be built here (one line), or None."""
+    problems = missing([FAMILY[env]])
+    return problems[0] if problems else None
+
+
+@dataclass(frozen=True)
+class FamilyRun:
+    """One seed of one algorithm on one env of the family, as ``python -m sweeps.benchmark``
+    runs it."""
+
+    env: FamilyEnv
+    algo: str
+    seed: int
+    issues: str = "64"
+    rate: bool = False
+    one_core: bool = False
+    wall_per_train_s: float = WALL_PER_TRAIN_S
+    fixed_s: float = FIXED_S
+    final_episodes: int = 0  # greedy evaluation runs throughout: no final games
+
+    @property
+    def prefix(self) -> str:
+        stage = "" if self.algo == BASELINE else f"{STAGE}-"
+        return f"family-{stage}{self.algo}-s{self.seed}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.prefix}-{self.env.slug}"  # as FamilyEnv.benchmark_argv names it
+
+    @property
+    def budget_s(self) -> float:
+        return self.env.budget_s
+
+    def table(self, at: Places) -> Path:
+        return at / RESULTS / f"{self.name}.csv.gz"
+
+    def unavailable(self) -> str | None:
+        return _why_not(self.env.env)
+
+    def command(self, storage: Path) -> list[str]:
+        passed = ["--algos", self.algo, "--benchmark-seeds", "1", "--seed", str(self.seed)]
+        argv = self.env.benchmark_argv(self.prefix, 1.0, [*passed, "--storage-path", str(storage)])
+        return [sys.executable, "-m", "sweeps.benchmark", *argv]
+
+    def resume_command(self, folder: Path) -> list[str]:
+        module = for_env(self.env.env).sweep_module(self.algo)
+        return [sys.executable, "-m", module, "--resume", str(folder)]
+
+    def report(self, at: Places) -> tuple[list[str], list[str]]:
+        return report_command(at / RESULTS), records.report_paths(at / RESULTS)
+
+    def commit_message(self, shown: str) -> str:
+        return f"Env family run of record {self.name} (issue {self.issues}), collected: {shown}"
+
+
+def report_command(folder: Path) -> list[str]:
+    """The family report over every collected table in ``folder``, the held-out envs apart."""
+    tables = sorted(str(p) for p in folder.glob("family-*.csv.gz"))
+    held_out = ["--held-out", *(e.env for e in HELD_OUT)]
+    return [sys.executable, "-m", "analysis", "report", *tables, *held_out, "--out", str(folder)]
+
+
+PLAN: tuple[FamilyRun, ...] = tuple(
+    FamilyRun(env, algo, seed)
+    for env in sorted((*TUNING, *HELD_OUT), key=lambda e: e.budget_s)
+    for seed in SEEDS
+    for algo in (*ALGOS, BASELINE)
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = functools.partial(records.build_parser, "python -m benchmarks.family_records", __doc__)
+    return records.main(PLAN, argv, parser)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
