@@ -5,10 +5,11 @@ them, on every env of ``sweeps/env_family.py``, 3 seeds each, one run per (env, 
 Each run is a few minutes (its env's budget: 120-1,200 s of training), so the queue
 (``benchmarks/records.py``) fits them in the hours the long Pong runs leave
 (``python -m benchmarks.pong_records`` takes them after Pong's), or runs them alone. A run is
-*collected* once its table ``results/gym/before/<name>.csv.gz`` exists; each one collected
-regenerates the family report over all of them, the held-out envs apart:
-``results/gym/before/REPORT.md``. The cheapest envs come first, all their seeds before the next
-env's, so that each env's row is whole as soon as it can be.
+*collected* once its table ``results/gym/before/<name>.csv.gz`` exists (each committed as it
+is); once an env's runs are all collected, the family report over every collected run is
+regenerated, the held-out envs apart: ``results/gym/before/REPORT.md``. The cheapest envs come
+first, all their seeds before the next env's, so that each env's row is whole as soon as it can
+be.
 
 LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
 ".[family]"``); where it is missing, their runs are skipped and say so.
@@ -82,6 +83,11 @@ class FamilyRun:
     @property
     def name(self) -> str:
         return f"{self.prefix}-{self.env.slug}"  # as FamilyEnv.benchmark_argv names it
+
+    @property
+    def group(self) -> str:
+        """An env's runs: the report (and its charts) regenerates once all of them are in."""
+        return self.env.env
 
     @property
     def budget_s(self) -> float:

@@ -91,6 +91,11 @@ class RecordRun:
         return f"pong-conf-{self.algo}{runners}-s{self.seed}"
 
     @property
+    def group(self) -> str | None:
+        """The rate runs' sitting regenerates the report once, after its last run."""
+        return "rates" if self.rate else None
+
+    @property
     def fixed_s(self) -> float:
         """What the run adds to its training budget at most: start-up, final games, report."""
         return RATE_FIXED_S if self.rate else FIXED_S

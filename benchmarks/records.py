@@ -14,8 +14,9 @@ training second, plus its fixed cost (start-up, final games, the report). A run 
 fit is skipped, and a later, shorter one may still go: a plan of short runs after a plan of long
 ones fills the hours the long ones leave. For each: the benchmark (an interrupted run of a killed
 queue is resumed from its last checkpoint instead), the collected table, and its plan's report
-regenerated; with ``--commit``, a commit of those files alone. The first run that fails stops the
-queue (exit 1). Nothing else may run beside it.
+regenerated (where a run is one of a *group*, once the group's last is collected: a report's
+charts are not committed again for every run); with ``--commit``, a commit of those files
+alone. The first run that fails stops the queue (exit 1). Nothing else may run beside it.
 
 The hours given are a hard end: a run still training then is stopped as Ctrl-C stops it (it saves
 where it was, and is left *interrupted*: the next queue on this work tree resumes it). With
@@ -25,8 +26,7 @@ stopped run starts again from nothing. Ctrl-C on the queue stops the run going t
 
 *Rate runs* (``rate=True``) are one sitting: short runs of each configuration, one after another
 on one machine, whose env steps/s a report compares. The queue starts them only where all that
-are left fit in its hours (never with ``--fill``), and regenerates their report once, after the
-last.
+are left fit in its hours (never with ``--fill``); they are one group.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ class Planned(Protocol):
     issues: str  # the issues it serves, "58 59"
     budget_s: float  # --stop-train-time-s
     rate: bool  # one of a sitting of rate runs
+    group: str | None  # its plan's report waits for the group's last run (None: no group)
     one_core: bool  # pinned to one core
 
     @property
@@ -227,7 +228,7 @@ def execute(
     plan: Sequence[Planned] = (),
 ) -> int:
     """Run (or resume) ``run`` (stopped at ``end``: StoppedAtEnd), collect its rows, regenerate
-    its plan's report (a rate run's once ``plan`` has no other rate run left), commit if asked."""
+    its plan's report (once ``plan`` has no other run of its group left), commit if asked."""
     storage = at.storage
     if state == "interrupted":
         folder = experiment_folder(run, storage)
@@ -251,10 +252,10 @@ def execute(
     rc = _call([*collect, "--out", str(table)], f"{run.name}: collecting")
     paths = [str(table)]
     report = run.report(at)
-    sitting_left = run.rate and any(
-        r.rate and r != run and status(r, at) != "collected" for r in plan
+    group_left = run.group is not None and any(
+        r.group == run.group and r != run and status(r, at) != "collected" for r in plan
     )
-    if rc == 0 and report is not None and not sitting_left:
+    if rc == 0 and report is not None and not group_left:
         command, written = report
         rc = _call(command, f"{run.name}: the report")
         paths += [str(table.parent), *written]
