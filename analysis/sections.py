@@ -413,6 +413,15 @@ def ttt_section(w: Workload, signal: str, heading: str) -> list[str]:
     if rows:
         lines += [markdown_table(header, rows), ""]
     folded = part[part["config"].map(none)].drop_duplicates("config")
+    # A configuration whose runs never recorded the signal (Pong's greedy evaluation return:
+    # periodic evaluation off) had nothing to reach: said so, not counted as a miss.
+    if not rows and len(folded) and folded["config"].map(w.finals(signal)).isna().all():
+        return [
+            heading,
+            "",
+            f"Not measured in training: no run recorded the {SIGNALS[signal]}.",
+            "",
+        ]
     if len(folded):
         items = [f"{r['config']} (0/{r['seeds']}, {_budget(r)})" for _, r in folded.iterrows()]
         lead = "Reached no target within budget" if rows else "No configuration reached a target"

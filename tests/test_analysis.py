@@ -1158,6 +1158,25 @@ def test_report_without_reference_module_notes_it(suite_dir, tmp_path, monkeypat
     assert "No single-runner DQN" not in text  # the DQN benchmark is its own baseline
 
 
+def test_a_signal_no_run_recorded_is_said_unmeasured_not_unreached(tmp_path):
+    """Pong's runs of record evaluate no greedy policy in training: the appendix's greedy
+    evaluation return is not a target every configuration missed."""
+    write_experiment(
+        tmp_path / "raw",
+        "dqn_pong",
+        [dict(seed=s, returns=[NAN, -20.0, 19.0]) for s in range(2)],
+        env="pong",
+        variant=None,
+        optimum=None,
+        targets=(18,),
+    )
+    out = tmp_path / "out"
+    assert main(["report", str(tmp_path / "raw"), "--out", str(out)]) == 0
+    appendix = _section((out / "REPORT.md").read_text(), "### pong: greedy evaluation return")
+    assert "Not measured in training: no run recorded the greedy evaluation return." in appendix
+    assert "reached a target" not in appendix and "Reached no target" not in appendix
+
+
 def test_report_pong_sweep_without_any_finished_episode(tmp_path):
     exp = write_experiment(
         tmp_path / "raw",
