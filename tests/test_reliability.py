@@ -675,8 +675,16 @@ def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_pat
         procs.append(proc := _start(argv, log1))
 
         def two_checkpoints() -> bool:
+            """Two whole checkpoints, and an experiment state saved after the first of them, so
+            that the state names a checkpoint (a state saved before any names none: the resume
+            then starts the trial afresh, and there is nothing to repair)."""
             found = [p for t in _trials(experiment) for p in t.glob("checkpoint_*")]
-            return sum((p / CHECKPOINT_METRICS_FILE).exists() for p in found) >= 2
+            whole = sorted(p / CHECKPOINT_METRICS_FILE for p in found)
+            whole = [m for m in whole if m.exists()]
+            if len(whole) < 2:
+                return False
+            states = experiment.glob("experiment_state-*.json")
+            return any(s.stat().st_mtime_ns > whole[0].stat().st_mtime_ns for s in states)
 
         _wait_for(two_checkpoints, proc, log1)
         _kill_group(proc)
