@@ -283,6 +283,13 @@ def build_parser(command: str, doc: str | None) -> argparse.ArgumentParser:
         help="with --hours: when the next run does not fit, start it anyway and stop it at the "
         "end of the hours (the next queue on this work tree resumes it)",
     )
+    p.add_argument(
+        "--first",
+        type=lambda text: [n for n in text.split(",") if n],
+        default=[],
+        metavar="NAME[,NAME...]",
+        help="with --hours: take these runs first, in this order, then the rest in the plan's",
+    )
     p.add_argument("--dry-run", action="store_true", help="with --hours: say what would run")
     p.add_argument("--commit", action="store_true", help="commit each run's table and report")
     p.add_argument(
@@ -308,6 +315,18 @@ def running_elsewhere() -> list[str]:
         if not mine and any(k in text for k in RUN_MARKS):
             found.append(f"{proc.name}: {text[:120]}")
     return found
+
+
+def first_of(
+    plan: Sequence[Planned], names: Sequence[str], parser: argparse.ArgumentParser
+) -> list[Planned]:
+    """``plan`` with the runs ``names`` at its front, in that order (``--first``)."""
+    by_name = {r.name: r for r in plan}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        parser.error(f"--first: no run named {unknown[0]} in the plan (the list without --hours)")
+    front = [by_name[n] for n in dict.fromkeys(names)]
+    return front + [r for r in plan if r.name not in names]
 
 
 def sitting_s(plan: Sequence[Planned], at: Places) -> float:
@@ -352,6 +371,7 @@ def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv) -> in
     if args.hours is None:
         print(listing(plan, at), flush=True)
         return 0
+    plan = first_of(plan, args.first, parser)
     busy = running_elsewhere()
     if busy and not args.dry_run:
         parser.error(f"another run is going ({busy[0]}): runs of record run alone")

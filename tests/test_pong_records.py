@@ -128,6 +128,20 @@ def test_the_queue_takes_only_what_fits_and_says_why_it_skips(tmp_path, capsys):
     assert f"0 of {len(records.QUEUE)} runs collected" in listing
 
 
+def test_first_takes_the_runs_named_before_the_plan_s_order_and_refuses_unknown_names(
+    tmp_path, capsys
+):
+    at = _places(tmp_path)
+    argv = ["--root", str(tmp_path), "--storage-path", str(at.storage), "--hours", "2.5"]
+    check = "pong-check-1core-appo-s0"  # 2.5 h at most: the plan's first run (1.9 h) is not
+    assert records.main([*argv, "--first", check, "--dry-run"]) == 0
+    would = [line for line in capsys.readouterr().out.splitlines() if "would run" in line]
+    assert check in would[0] and not any(records.PLAN[0].name in line for line in would)
+    with pytest.raises(SystemExit) as exit_:
+        records.main([*argv, "--first", f"{check},nope", "--dry-run"])
+    assert exit_.value.code == 2 and "no run named nope" in capsys.readouterr().err
+
+
 def test_bad_hours_and_a_run_going_elsewhere_are_one_line_errors(tmp_path):
     cmd = [sys.executable, "-m", "benchmarks.pong_records", "--hours", "-1"]
     done = subprocess.run(cmd, capture_output=True, text=True)
