@@ -13,17 +13,26 @@ defaults as they stand run first, with the same seeds and budgets: the "before".
 How to run
 ----------
     python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 --dry-run
-    python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5
+    nohup python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 \
+        --hours 2.5 --commit > tune.log 2>&1 &
 
-The same command run again goes on: the study is a journal file, each trial's benchmark runs
-are reused where they finished, and a trial a killed run left open is closed as failed (a run of
-the defaults that a kill left unfinished is named, with how to continue it).
+A study outlives its work tree: its journal and each finished run's collected table are kept in
+``--record`` (committed one by one with ``--commit``), and the same command run again, on this
+tree or a fresh checkout, goes on from them. A run whose table is there is never run again; a
+trial that a kill, or ``--hours``, left unfinished is tried again with its own values (at most
+``MAX_TRIES`` times), so the runs it finished count. With ``--hours`` no run starts whose worst
+case (its budget, the family runs' wall-clock per training second, start-up) would end after
+them. The defaults' runs are the family's runs of record where those are collected
+(``results/gym/before``, seed for seed: a run that reached its target after the scaled budget
+counts as a miss), run here only where they are not.
 
 Results to expect
 -----------------
-``<storage-path>/<name>/``: ``study.journal`` (the Optuna study; ``optuna-dashboard`` reads it),
-one benchmark folder per trial and env (``defaults-<env>``, ``t<N>-<env>``), and ``BEST.json``:
-the best trial's ``--set`` values and score beside the defaults' score.
+``<record>/<name>/`` (``results/gym/tune/<algo>`` by default): ``study.journal`` (the Optuna
+study; ``optuna-dashboard`` reads it), one collected table per trial and env
+(``defaults-<env>.csv.gz``, ``t<N>-<env>.csv.gz``; ``python -m analysis report`` reads them), and
+``BEST.json``: the best trial's ``--set`` values and score beside the defaults' score. Tune's own
+files stay in ``<storage-path>/<name>/`` (one benchmark folder per trial and env).
 """
 
 from __future__ import annotations
@@ -31,18 +40,29 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import subprocess
 import sys
+import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks import family_records
 from sweeps.env_family import HELD_OUT, FamilyEnv, chosen, env_list
 from sweeps.harness.cli import count, positive_float
 from sweeps.harness.errors import OneLineErrorParser
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 BEST_FILE = "BEST.json"
+JOURNAL = "study.journal"
+RECORD = Path("results/gym/tune")  # the studies' committed record, one folder each
+MAX_TRIES = 3  # a trial's tries, counting the runs that a kill or --hours cut short
+
+
+class OutOfHours(Exception):
+    """The next run would end after ``--hours``."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,8 +84,26 @@ def build_parser() -> argparse.ArgumentParser:
         type=env_list,
         help="comma-separated tuning envs (default: all of them)",
     )
-    p.add_argument("--storage-path", default="runs/family-tune", help="(default: %(default)s)")
-    p.add_argument("--name", help="study folder under --storage-path (default: <algo>)")
+    p.add_argument(
+        "--storage-path",
+        default="runs/family-tune",
+        help="Tune's files, a folder per study (default: %(default)s)",
+    )
+    p.add_argument(
+        "--record",
+        default=str(RECORD),
+        help="the studies' record, a folder per study: the journal, each run's collected table, "
+        "BEST.json (default: %(default)s)",
+    )
+    p.add_argument("--name", help="the study's folder's name (default: <algo>)")
+    p.add_argument(
+        "--hours",
+        type=positive_float,
+        help="start no run whose worst case ends after these hours (the same command goes on)",
+    )
+    p.add_argument(
+        "--commit", action="store_true", help="commit the journal and each run's table as it is"
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     return p
 
@@ -102,29 +140,72 @@ def score(pairs: Sequence[tuple[bool, float, float]]) -> float:
     return sum(hit for hit, _, _ in pairs) + sum(left) / len(left) * 0.999
 
 
-def outcomes(folder: Path, budget_s: float) -> list[tuple[bool, float, float]]:
-    """Each seed of the benchmark in ``folder``: whether it reached its target (the report's
-    rule: the confirmed target where the runs confirm it) and when; none where nothing ran."""
-    from analysis.collect import collect
+def outcomes(table: Path, budget_s: float) -> list[tuple[bool, float, float]]:
+    """Each seed of a benchmark's collected ``table``: whether it reached its target (the
+    report's rule: the confirmed target where the runs confirm it) within ``budget_s`` of
+    training, and when."""
+    from analysis.collect import read_runs_csv
     from analysis.workload import workloads
-    from sweeps.harness.errors import UsageError
 
-    try:
-        runs = collect([str(folder)]).runs
-    except UsageError:  # the benchmark wrote no run (refused before its first)
-        return []
+    runs = read_runs_csv(table)
     if runs.empty:
         return []
     (w,) = workloads(runs)
     ttt = w.ttt
     rows = ttt[(ttt["signal"] == w.signal) & (ttt["target"] == w.target)]
-    return [(bool(r["reached"]), float(r["train_time_s"]), budget_s) for _, r in rows.iterrows()]
+    return [
+        (bool(r["reached"]) and float(r["train_time_s"]) <= budget_s, float(r["train_time_s"]),
+         budget_s)
+        for _, r in rows.iterrows()
+    ]  # fmt: skip
+
+
+def collected(folder: Path, table: Path) -> bool:
+    """Collect the benchmark in ``folder`` into ``table``; False where it wrote no run (refused
+    before its first, or stopped before it)."""
+    from analysis.collect import collect, write_runs_csv
+    from sweeps.harness.errors import UsageError
+
+    try:
+        runs = collect([str(folder)]).runs
+    except UsageError:
+        return False
+    if runs.empty:
+        return False
+    table.parent.mkdir(parents=True, exist_ok=True)
+    write_runs_csv(runs, table)
+    return True
+
+
+def worst_case_s(env: FamilyEnv, scale: float) -> float:
+    """The longest one benchmark of ``env`` takes, as the family's runs of record count it."""
+    return env.budget_s * scale * family_records.WALL_PER_TRAIN_S + family_records.FIXED_S
+
+
+def retry_unfinished(study: Any) -> list[str]:
+    """Ask again for each trial that a kill or ``--hours`` left unfinished (FAIL), with its values
+    and its tag, so that the runs it finished are reused; a tag tried ``MAX_TRIES`` times is
+    left failed. Returns the tags asked again."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    failed = Counter(t.user_attrs.get("tag") for t in trials if t.state == TrialState.FAIL)
+    settled = {t.user_attrs.get("tag") for t in trials if t.state != TrialState.FAIL}
+    again = []
+    for t in trials:
+        tag = t.user_attrs.get("tag")
+        if t.state != TrialState.FAIL or not tag or tag in settled or failed[tag] >= MAX_TRIES:
+            continue
+        study.enqueue_trial(t.params, user_attrs={"tag": tag})
+        settled.add(tag)
+        again.append(tag)
+    return again
 
 
 @dataclass(frozen=True)
 class Study:
-    """One study: its settings (the flags, checked), and the benchmark of a setting on each
-    env, in the study's folder."""
+    """One study: its settings (the flags, checked), Tune's files of a setting's benchmark on each
+    env (``folder``), and the study's record (``record``: its journal and collected tables)."""
 
     algo: str
     trials: int
@@ -134,6 +215,9 @@ class Study:
     envs: tuple[FamilyEnv, ...]
     name: str
     folder: Path
+    record: Path
+    commit: bool = False
+    deadline: float | None = None  # time.monotonic() of --hours' end
 
     def benchmark_argv(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> list[str]:
         passed = [
@@ -143,20 +227,56 @@ class Study:
         ]
         return env.benchmark_argv(tag, self.scale, passed)
 
+    def recorded(self, tag: str, env: FamilyEnv) -> Path | None:
+        """The collected table of ``tag``'s benchmark on ``env``, where there is one: the study's
+        own, or for the defaults at one seed the family's run of record of that seed."""
+        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        if table.is_file():
+            return table
+        if tag == "defaults" and self.seeds == 1:
+            run = family_records.FamilyRun(env, self.algo, self.seed)
+            of_record = run.table(family_records.Places())
+            return of_record if of_record.is_file() else None
+        return None
+
+    def run(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> Path | None:
+        """Run ``tag``'s benchmark on ``env`` and collect it into the record (committed with
+        ``commit``); None where it wrote no run. OutOfHours where it might end after
+        ``deadline``."""
+        from sweeps import benchmark
+
+        need = worst_case_s(env, self.scale)
+        if self.deadline is not None and time.monotonic() + need > self.deadline:
+            raise OutOfHours(f"{tag} on {env.env} takes up to {need / 3600:.1f} h")
+        argv = self.benchmark_argv(tag, env, sets)
+        print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
+        benchmark.main(argv)  # a failed run counts as its seeds missing
+        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        if not collected(self.folder / f"{tag}-{env.slug}", table):
+            return None
+        self.save(f"{tag} on {env.env}", table)
+        return table
+
+    def save(self, what: str, *paths: Path) -> None:
+        """Commit the journal and ``paths`` (with ``commit``)."""
+        if not self.commit:
+            return
+        files = [str(p) for p in (self.record / JOURNAL, *paths) if p.exists()]
+        subprocess.call(["git", "add", "--", *files])
+        message = f"Family tuning of {self.algo} (issue 64): {what}, collected"
+        rc = subprocess.call(["git", "commit", "-q", "-m", message, "--", *files])
+        if rc != 0:
+            print(f"[tune] committing {what} failed (exit {rc}); it stays in {self.record}")
+
     def evaluate(self, tag: str, sets: Sequence[str], trial: Any = None) -> float:
         """The score of ``sets`` over the envs; with an Optuna ``trial``, reported env by env
         and pruned where it falls behind (``optuna.TrialPruned``)."""
         import optuna
 
-        from sweeps import benchmark
-
         pairs: list[tuple[bool, float, float]] = []
         for step, env in enumerate(self.envs):
-            argv = self.benchmark_argv(tag, env, sets)
-            print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
-            benchmark.main(argv)  # a failed run counts as its seeds missing
-            budget = env.budget_s * self.scale
-            found = outcomes(self.folder / f"{tag}-{env.slug}", budget)
+            table = self.recorded(tag, env) or self.run(tag, env, sets)
+            found = outcomes(table, env.budget_s * self.scale) if table else []
             pairs += found or [(False, 0.0, 1.0)] * self.seeds
             print(f"[tune] {tag}: {sum(p[0] for p in pairs)}/{len(pairs)} pairs so far", flush=True)
             if trial is not None:
@@ -175,15 +295,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     name = args.name or args.algo
     folder = Path(args.storage_path).expanduser() / name
+    deadline = None if args.hours is None else time.monotonic() + args.hours * 3600
     study = Study(
         args.algo, args.trials, args.benchmark_seeds, args.seed, args.budget_scale,
-        tuple(envs), name, folder,
+        tuple(envs), name, folder, Path(args.record).expanduser() / name, args.commit, deadline,
     )  # fmt: skip
     per_trial = sum(e.budget_s for e in envs) * study.scale * study.seeds
     print(
         f"[tune] {study.algo} on {len(envs)} envs ({', '.join(e.env for e in envs)}), "
         f"{study.seeds} seed(s) each: at most {per_trial:,.0f} s of training per trial, "
-        f"{study.trials} trials and the defaults; folder {folder}",
+        f"{study.trials} trials and the defaults; record {study.record}, Tune's files {folder}",
         flush=True,
     )
     if args.dry_run:
@@ -203,8 +324,8 @@ def _tune(runs: Study) -> int:
     from sweeps.harness.files import atomic_write_text
     from sweeps.harness.recovery import close_stale_study_trials
 
-    runs.folder.mkdir(parents=True, exist_ok=True)
-    url = str(runs.folder / "study.journal")
+    runs.record.mkdir(parents=True, exist_ok=True)
+    url = str(runs.record / JOURNAL)
     name = runs.name
     study = optuna.create_study(
         study_name=name,
@@ -215,33 +336,55 @@ def _tune(runs: Study) -> int:
         load_if_exists=True,
     )
     close_stale_study_trials(url, name)  # a trial a killed run left open
-    before = runs.evaluate("defaults", [])
+    again = retry_unfinished(study)
+    if again:
+        print(f"[tune] tried again, with the runs they finished: {', '.join(again)}", flush=True)
     done = (TrialState.COMPLETE, TrialState.PRUNED)
-    while len(study.get_trials(deepcopy=False, states=done)) < runs.trials:
-        trial = study.ask()
-        sets = set_texts(SAMPLERS[runs.algo](trial))
-        trial.set_user_attr("set", sets)
-        try:
-            study.tell(trial, runs.evaluate(f"t{trial.number}", sets, trial))
-        except optuna.TrialPruned:
-            study.tell(trial, state=TrialState.PRUNED)
+    trial = None
+    try:
+        before = runs.evaluate("defaults", [])
+        while len(study.get_trials(deepcopy=False, states=done)) < runs.trials:
+            trial = study.ask()
+            tag = trial.user_attrs.get("tag") or f"t{trial.number}"
+            trial.set_user_attr("tag", tag)
+            sets = set_texts(SAMPLERS[runs.algo](trial))
+            trial.set_user_attr("set", sets)
+            try:
+                study.tell(trial, runs.evaluate(tag, sets, trial))
+            except optuna.TrialPruned:
+                study.tell(trial, state=TrialState.PRUNED)
+            runs.save(f"trial {tag} told")
+            trial = None
+    except OutOfHours as e:
+        if trial is not None:  # tried again, with its runs, by the next command
+            study.tell(trial, state=TrialState.FAIL)
+            runs.save(f"trial {trial.user_attrs['tag']} stopped at the end of the hours")
+        finished = len(study.get_trials(deepcopy=False, states=done))
+        print(
+            f"[tune] stopped at the end of the hours: {e}; {finished} of {runs.trials} trials "
+            "done. The same command goes on.",
+            flush=True,
+        )
+        return 0
     best = study.best_trial
     record = {
         "algo": runs.algo,
         "envs": [e.env for e in runs.envs],
         "defaults_score": before,
         "best_trial": best.number,
+        "best_tag": best.user_attrs.get("tag", f"t{best.number}"),
         "best_score": best.value,
         "best_set": best.user_attrs.get("set", []),
         # Below the defaults' score, the search found nothing better: keep the defaults.
         "better_than_defaults": best.value > before,
         "command": shlex.join(["python", "-m", "benchmarks.family_tune", *sys.argv[1:]]),
     }
-    atomic_write_text(runs.folder / BEST_FILE, json.dumps(record, indent=2) + "\n")
+    atomic_write_text(runs.record / BEST_FILE, json.dumps(record, indent=2) + "\n")
+    runs.save("the best trial", runs.record / BEST_FILE)
     verdict = "better than" if best.value > before else "no better than: keep"
     print(
         f"[tune] best: trial {best.number}, score {best.value:.3f}, {verdict} the defaults "
-        f"({before:.3f}); {runs.folder / BEST_FILE}"
+        f"({before:.3f}); {runs.record / BEST_FILE}"
     )
     return 0
 

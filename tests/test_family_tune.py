@@ -5,6 +5,7 @@ and its plan without running anything."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,124 @@ def test_a_held_out_env_is_one_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         family_tune.main(["--algo", "appo", "--envs", HELD_OUT[0].env, "--dry-run"])
     assert exit_.value.code == 2 and "held out" in capsys.readouterr().err
+
+
+# --- A study that outlives its work tree ----------------------------------------------------------
+
+BEFORE = Path("results/gym/before")
+
+
+def _study(tmp_path, **kw) -> family_tune.Study:
+    envs = tuple(family_tune.tuning_envs(["CartPole-v1", "Acrobot-v1"]))
+    settings = dict(
+        algo="apex", trials=2, seeds=1, seed=0, scale=0.5, envs=envs, name="apex",
+        folder=tmp_path / "runs" / "apex", record=tmp_path / "record" / "apex",
+    )  # fmt: skip
+    return family_tune.Study(**{**settings, **kw})
+
+
+def test_a_recorded_run_reaches_its_target_only_within_the_scaled_budget():
+    table = BEFORE / "family-before-apex-s0-cartpole-v1.csv.gz"  # reached 475 in ~20 s
+    ((hit, seconds, budget),) = family_tune.outcomes(table, 120.0)
+    assert hit and 0 < seconds <= 120.0 and budget == 120.0
+    ((late, _, _),) = family_tune.outcomes(table, seconds / 2)
+    assert not late  # reached, but after the budget it is judged on
+
+
+def test_the_defaults_are_the_family_s_runs_of_record_and_nothing_is_run_again(
+    tmp_path, monkeypatch
+):
+    study = _study(tmp_path)
+    cartpole, acrobot = study.envs
+    assert (
+        study.recorded("defaults", cartpole) == BEFORE / "family-before-apex-s0-cartpole-v1.csv.gz"
+    )
+    assert study.recorded("t0", cartpole) is None  # a trial's runs are its own
+    assert _study(tmp_path, seeds=2).recorded("defaults", cartpole) is None  # seed for seed only
+
+    def refuse(*_):
+        raise AssertionError("ran a benchmark that is on record")
+
+    monkeypatch.setattr(family_tune.Study, "run", refuse)
+    # Ape-X reached both targets at seed 0 (results/gym/before/REPORT.md)
+    assert study.evaluate("defaults", []) > 2.0
+    own = study.record / f"defaults-{cartpole.slug}.csv.gz"  # the study's own table comes first
+    own.parent.mkdir(parents=True)
+    own.write_bytes((BEFORE / "family-before-apex-s1-cartpole-v1.csv.gz").read_bytes())
+    assert study.recorded("defaults", cartpole) == own
+
+
+def test_no_run_starts_that_could_end_after_the_hours(tmp_path, monkeypatch):
+    import time
+
+    from sweeps import benchmark
+
+    monkeypatch.setattr(benchmark, "main", lambda argv: pytest.fail("started a run"))
+    study = _study(tmp_path, deadline=time.monotonic() + 60)
+    with pytest.raises(family_tune.OutOfHours, match="t0 on CartPole-v1"):
+        study.run("t0", study.envs[0], [])
+    assert not study.record.exists()
+
+
+def test_a_trial_cut_short_is_tried_again_with_its_values_and_the_runs_it_finished(
+    tmp_path, monkeypatch, capsys
+):
+    ran: list[tuple[str, str]] = []
+    stop_after = [3]  # the defaults are on record; t0 on CartPole, t1 ... then the hours end
+
+    def fake_run(self, tag, env, sets):
+        if len(ran) == stop_after[0]:
+            raise family_tune.OutOfHours(f"{tag} on {env.env}")
+        ran.append((tag, env.env))
+        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        table.write_bytes((BEFORE / f"family-before-apex-s0-{env.slug}.csv.gz").read_bytes())
+        return table
+
+    monkeypatch.setattr(family_tune.Study, "run", fake_run)
+    study = _study(tmp_path)
+    assert family_tune._tune(study) == 0
+    assert ran == [("t0", "CartPole-v1"), ("t0", "Acrobot-v1"), ("t1", "CartPole-v1")]
+    assert (
+        "stopped at the end of the hours: t1 on Acrobot-v1; 1 of 2 trials"
+        in capsys.readouterr().out
+    )
+    assert not (study.record / family_tune.BEST_FILE).exists()
+
+    stop_after[0] = 99
+    assert family_tune._tune(study) == 0  # the same command, later (a fresh tree: the record)
+    assert ran[3:] == [("t1", "Acrobot-v1")]  # t1's CartPole run counted, not run again
+    assert "tried again, with the runs they finished: t1" in capsys.readouterr().out
+    best = json.loads((study.record / family_tune.BEST_FILE).read_text())
+    assert best["defaults_score"] > 2.0 and best["best_tag"] in ("t0", "t1")
+
+    import optuna
+
+    from sweeps.harness import storage
+
+    journal = storage.optuna_storage(str(study.record / family_tune.JOURNAL))
+    loaded = optuna.load_study(study_name="apex", storage=journal)
+    t1 = [t for t in loaded.trials if t.user_attrs.get("tag") == "t1"]
+    assert [t.state.name for t in t1] == ["FAIL", "COMPLETE"]
+    assert t1[0].params == t1[1].params and t1[0].user_attrs["set"] == t1[1].user_attrs["set"]
+
+
+def test_a_trial_that_keeps_failing_is_left_after_its_tries():
+    import optuna
+    from optuna.trial import TrialState
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+    study = optuna.create_study(direction="maximize")
+    for _ in range(family_tune.MAX_TRIES):
+        trial = study.ask(space)
+        trial.set_user_attr("tag", "t0")
+        study.tell(trial, state=TrialState.FAIL)
+    assert family_tune.retry_unfinished(study) == []
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask(space)
+    trial.set_user_attr("tag", "t0")
+    study.tell(trial, state=TrialState.FAIL)
+    assert family_tune.retry_unfinished(study) == ["t0"]
+    assert family_tune.retry_unfinished(study) == []  # asked once: it waits
+    again = study.ask(space)  # the enqueued values, as the sampler's suggestions take them
+    assert again.params == trial.params and again.user_attrs["tag"] == "t0"
