@@ -108,11 +108,22 @@ ITERATION_COLUMNS = [
     "env_steps_per_s",  # env steps / train_time_s, lifetime
     "metric_value",  # the sweep's search metric (run.json "metric") at this iteration
     "entropy",  # the policy's entropy (nats), policy-gradient learners; NaN for Q-learners
+    # samples the learners trained on, lifetime, each counted once per pass (keys.trained_steps):
+    # over env_steps, how many times each sample was trained on (APPO's replay of its batches,
+    # DQN's training intensity), which the processes' speeds set where learning is asynchronous
+    "steps_trained",
     *CONFIRM_COLUMNS,
     *CPU_COLUMNS,
 ]
 # Iteration columns that tables written before them lack (read as NaN there).
-OPTIONAL_COLUMNS = ["periodic_eval_s", "evaluations", "entropy", *CONFIRM_COLUMNS, *CPU_COLUMNS]
+OPTIONAL_COLUMNS = [
+    "periodic_eval_s",
+    "evaluations",
+    "entropy",
+    "steps_trained",
+    *CONFIRM_COLUMNS,
+    *CPU_COLUMNS,
+]
 TRIAL_COLUMNS = [
     "trial_status",
     # ``python -m sweeps.evaluate``: the final checkpoint's greedy episodes (final_evaluation.json)

@@ -398,6 +398,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "env_steps_per_s": steps_per_s,
         "metric_value": number(keys.get(result, _split(metric))) if metric else math.nan,
         "entropy": number(keys.get(result, keys.ENTROPY)),
+        "steps_trained": keys.trained_steps(result, math.nan),
         # the confirmed target's check after this iteration, if one ran (NaN otherwise)
         "confirm_return": number(keys.get(result, keys.CONFIRM_RETURN)),
         "confirm_ci95": number(keys.get(result, keys.CONFIRM_CI95)),

@@ -75,10 +75,12 @@ def write_trial(
     error: bool = False,
     tm_seed: int | None = None,
     entropy: Sequence[float] | None = None,
+    trained_per_step: float | None = None,
 ) -> Path:
     """One fake trial: iteration i (1-based) has env_steps = i * steps_per_iter and training
     wall-clock = i * secs_per_iter (+ i * eval_secs_per_iter of evaluation in time_total_s);
-    ``entropy``: the learner's policy entropy at each iteration (none: a Q-learner's results)."""
+    ``entropy``: the learner's policy entropy at each iteration (none: a Q-learner's results);
+    ``trained_per_step``: the learner's module steps trained per env step (none: not reported)."""
     trial_id = f"abc12_{index:05d}"
     trial_dir = exp_dir / f"DQN_Cabs-v0_{trial_id}_{index}_seed={seed}"
     trial_dir.mkdir(parents=True)
@@ -113,6 +115,8 @@ def write_trial(
             _put(r, keys.EVAL_RETURN_MEAN, g)
         if entropy is not None:
             _put(r, keys.ENTROPY, entropy[i - 1])
+        if trained_per_step is not None:
+            _put(r, keys.MODULE_STEPS_TRAINED, i * steps_per_iter * trained_per_step)
         r["config"] = {"lr": 0.001, "a_big": list(range(5))}  # analysis must ignore this
         lines.append(json.dumps(r))
     (trial_dir / "result.json").write_text("".join(line + "\n" for line in lines))
@@ -988,6 +992,23 @@ def test_largest_fall_and_sudden_entropy_collapses():
     assert stability.sudden_collapses(pd.Series([1.2 - 0.1 * i for i in range(12)])) == 0
     assert stability.sudden_collapses(pd.Series([1.2, 1.1, 0.3, 0.25])) == 0
     assert stability.sudden_collapses(pd.Series([NAN, NAN])) == 0
+
+
+def test_the_samples_each_learner_trained_on_are_collected_per_iteration(tmp_path):
+    """How many times each sample was trained on (APPO replays its batches as often as the
+    learner's speed against the runners' allows): the learners' module steps trained over the
+    env steps; NaN where a learner reported none, and in a table collected before the column."""
+    root = tmp_path / "raw"
+    write_experiment(root, "appo_bench", [dict(seed=0, returns=[NAN, 1, 2], trained_per_step=3.25)],
+                     algo="appo")  # fmt: skip
+    write_experiment(root, "dqn_bench", [dict(seed=0, returns=[NAN, 1, 2])])
+    runs = collect.collect([root]).runs
+    appo = runs[runs["algo"] == "appo"]
+    assert (appo["steps_trained"] / appo["env_steps"]).tolist() == [3.25, 3.25, 3.25]
+    assert runs.loc[runs["algo"] == "dqn", "steps_trained"].isna().all()
+    old_table = tmp_path / "old.csv"
+    runs.drop(columns=["steps_trained"]).to_csv(old_table, index=False)
+    assert collect.read_runs_csv(old_table)["steps_trained"].isna().all()
 
 
 def test_the_report_shows_how_steadily_each_configuration_learned(tmp_path):
