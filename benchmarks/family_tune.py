@@ -40,7 +40,6 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -49,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import family_records
+from benchmarks import family_records, records
 from sweeps.env_family import HELD_OUT, FamilyEnv, chosen, env_list
 from sweeps.harness.cli import count, positive_float
 from sweeps.harness.errors import OneLineErrorParser
@@ -227,10 +226,14 @@ class Study:
         ]
         return env.benchmark_argv(tag, self.scale, passed)
 
+    def table(self, tag: str, env: FamilyEnv) -> Path:
+        """Where ``tag``'s benchmark on ``env`` is collected, in the record."""
+        return self.record / f"{tag}-{env.slug}.csv.gz"
+
     def recorded(self, tag: str, env: FamilyEnv) -> Path | None:
         """The collected table of ``tag``'s benchmark on ``env``, where there is one: the study's
         own, or for the defaults at one seed the family's run of record of that seed."""
-        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        table = self.table(tag, env)
         if table.is_file():
             return table
         if tag == "defaults" and self.seeds == 1:
@@ -251,7 +254,7 @@ class Study:
         argv = self.benchmark_argv(tag, env, sets)
         print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
         benchmark.main(argv)  # a failed run counts as its seeds missing
-        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        table = self.table(tag, env)
         if not collected(self.folder / f"{tag}-{env.slug}", table):
             return None
         self.save(f"{tag} on {env.env}", table)
@@ -262,9 +265,7 @@ class Study:
         if not self.commit:
             return
         files = [str(p) for p in (self.record / JOURNAL, *paths) if p.exists()]
-        subprocess.call(["git", "add", "--", *files])
-        message = f"Family tuning of {self.algo} (issue 64): {what}, collected"
-        rc = subprocess.call(["git", "commit", "-q", "-m", message, "--", *files])
+        rc = records.commit_paths(files, f"Family tuning of {self.algo} (issue 64): {what}")
         if rc != 0:
             print(f"[tune] committing {what} failed (exit {rc}); it stays in {self.record}")
 

@@ -260,10 +260,14 @@ def execute(
         rc = _call(command, f"{run.name}: the report")
         paths += [str(table.parent), *written]
     if rc == 0 and commit:
-        subprocess.call(["git", "add", "--", *paths])
-        message = run.commit_message(shown(run, storage))
-        rc = _call(["git", "commit", "-q", "-m", message, "--", *paths], "committing")
+        rc = commit_paths(paths, run.commit_message(shown(run, storage)))
     return rc
+
+
+def commit_paths(paths: Sequence[str], message: str) -> int:
+    """Commit ``paths`` (new ones added first), and nothing else staged; git's exit status."""
+    subprocess.call(["git", "add", "--", *paths])
+    return _call(["git", "commit", "-q", "-m", message, "--", *paths], "committing")
 
 
 # --- The command ---------------------------------------------------------------------------------
