@@ -58,6 +58,20 @@ def at_steps(trial: pd.DataFrame, column: str, steps: float) -> float:
     return float(np.interp(steps, ordered["env_steps"], ordered[column]))
 
 
+def replay_ratio(trial: pd.DataFrame) -> float:
+    """Each sample trained on how many times, over the run: the learners' samples trained on
+    (one per sample per pass) over the env steps sampled, at its last iteration; NaN where the
+    run's table predates the ``steps_trained`` column. An asynchronous learner's ratio is set by
+    its speed against its runners', which is what the core count changes: where it differs
+    between the two runs, so may their env steps to a target."""
+    if "steps_trained" not in trial.columns:
+        return math.nan
+    last = trial.sort_values("env_steps").iloc[-1]
+    return (
+        float(last["steps_trained"]) / float(last["env_steps"]) if last["env_steps"] else math.nan
+    )
+
+
 def _longest(runs: pd.DataFrame) -> pd.DataFrame:
     """The rows of one seed's run on one number of cores, in order: where it ran more than once
     (a short probe, then a run to the target), the run that sampled the most env steps."""
@@ -90,12 +104,17 @@ def seed_rows(runs: pd.DataFrame, target: float) -> pd.DataFrame:
         row["to_steps_measured"] = at_steps(two, "train_time_s", steps)
         row["steps_error"] = row["to_steps_predicted"] / row["to_steps_measured"] - 1.0
         row["steps_ratio"] = row["steps_one"] / row["steps_two"]
+        row["replay_one"], row["replay_two"] = replay_ratio(one), replay_ratio(two)
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def _pct(x: float) -> str:
     return "—" if not np.isfinite(x) else f"{100 * x:+.0f}%"
+
+
+def _times(x: float) -> str:
+    return "—" if not np.isfinite(x) else f"{x:.2f}×"
 
 
 def _within(errors: pd.Series) -> str:
@@ -127,7 +146,11 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "it: the first crossing, confirmed or not). Error = predicted / measured − 1 (goal: "
         f"within ±{GOAL:.0%}). Env steps to the target should agree (the ratio one core / two "
         "cores). Time to the same env steps (the fewer the two runs sampled), predicted from one "
-        "core against measured on two: the same check on every seed, target or not.",
+        "core against measured on two: the same check on every seed, target or not. Trained per "
+        "sampled: how many times the learner trained on each sample, over the run (its "
+        "`steps_trained` over its env steps; — where the table predates that column): an "
+        "asynchronous learner's replay is set by its speed against its runner's, which the "
+        "cores change, and where it differs so may the env steps to the target.",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -152,6 +175,7 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
         "time, 1 core (measured)", "time, 2 cores (predicted from 1 core)",
         "time, 2 cores (measured)", "error", "same env steps",
         "time to them, 2 cores (predicted from 1 core)", "(measured)", "error",
+        "trained per sampled, 1 core", "2 cores",
     ]  # fmt: skip
     body = [
         [
@@ -168,6 +192,8 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
             fmt_time(r["to_steps_predicted"]),
             fmt_time(r["to_steps_measured"]),
             _pct(r["steps_error"]),
+            _times(r["replay_one"]),
+            _times(r["replay_two"]),
         ]
         for _, r in rows.iterrows()
     ]

@@ -34,7 +34,8 @@ Results to expect
 ``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/REPORT.md`` over all of them
 (the earlier runs of record, stopped at the first crossing of 18: ``results/pong/first-crossing/``);
 the rate runs' tables in ``results/pong/rates/``; the one-core check runs (``docs/scaling.md``)
-go to ``results/scaling/`` and are read by ``python -m analysis scaling-check``.
+go to ``results/scaling/``, and ``results/scaling/CHECK.md`` is regenerated over them and their
+two-core runs of record after each (``python -m analysis scaling-check``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from analysis.scaling_check import CHECK_MD, CHECK_RUNS
 from benchmarks import family_records, records
 from benchmarks.records import Places
 from sweeps.workloads.pong import PONG
@@ -139,10 +141,23 @@ class RecordRun:
         return ["taskset", "-c", "0"] if self.one_core else []
 
     def report(self, at: Places) -> tuple[list[str], list[str]] | None:
-        """The Pong report (none after a check run: ``analysis scaling-check`` reads those)."""
+        """The Pong report; after a check run, the check's (``check_command``)."""
         if self.one_core:
-            return None
+            written = [str(at / CHECKS / CHECK_MD), str(at / CHECKS / CHECK_RUNS)]
+            return check_command(at), written
         return report_command(at / RESULTS, at / REPORT), records.report_paths(at / REPORT)
+
+    def partner(self) -> RecordRun | None:
+        """A check run's two-core run of record: the one-runner run of the same seed."""
+        return next(
+            (
+                r
+                for r in PLAN
+                if (r.algo, r.seed, r.runners, r.cpus) == (self.algo, self.seed, 1, 2)
+                and not (r.one_core or r.rate)
+            ),
+            None,
+        )
 
     def commit_message(self, shown: str) -> str:
         return f"Pong run of record {self.name} (issues {self.issues}), collected: {shown}"
@@ -208,6 +223,18 @@ def report_command(results: Path, out: Path | None = None) -> list[str]:
     out = results if out is None else out
     rated = ["--rates", *rates] if rates else []
     return [sys.executable, "-m", "analysis", "report", *tables, *rated, "--out", str(out)]
+
+
+def check_command(at: Places) -> list[str]:
+    """``analysis scaling-check`` over the one-core runs collected so far and their two-core
+    partners (``RecordRun.partner``), beside the runs it read before (its runs table: the cab
+    env's checks and the earlier Pong probes, which live nowhere else), to ``CHECK.md``."""
+    checks = [r for r in PLAN if r.one_core and r.table(at).exists()]
+    partners = [p for p in (c.partner() for c in checks) if p is not None and p.table(at).exists()]
+    before = at / CHECKS / CHECK_RUNS
+    tables = ([before] if before.exists() else []) + [r.table(at) for r in (*checks, *partners)]
+    command = [sys.executable, "-m", "analysis", "scaling-check", *map(str, tables)]
+    return [*command, "--out", str(at / CHECKS)]
 
 
 # Pong's runs, then the env family's in the hours they leave.

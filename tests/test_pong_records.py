@@ -316,3 +316,31 @@ def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
         ["git", "status", "--short", "--untracked-files=no"], capture_output=True, text=True
     ).stdout
     assert status.strip() == "M results/pong/notes.md"
+
+
+def test_a_check_run_regenerates_the_check_over_the_checks_and_their_two_core_runs(tmp_path):
+    """After a one-core run, ``CHECK.md`` over the runs it read before (the cab env's checks),
+    every one-core run collected and each one's two-core run of record, seed for seed."""
+    at = _places(tmp_path)
+    appo0, apex1 = (
+        records.RecordRun(a, s, 1, 7200, "58", one_core=True) for a, s in [("appo", 0), ("apex", 1)]
+    )
+    assert appo0.partner().name == "pong-conf-appo-s0"
+    assert apex1.partner().name == "pong-conf-apex-r1-s1"
+    for table in (
+        appo0.table(at),
+        appo0.partner().table(at),
+        at / records.CHECKS / "check-runs.csv.gz",
+    ):
+        table.parent.mkdir(parents=True, exist_ok=True)
+        table.write_bytes(b"")
+    command, written = appo0.report(at)
+    assert command[1:4] == ["-m", "analysis", "scaling-check"]
+    assert command[4:] == [
+        str(at / records.CHECKS / "check-runs.csv.gz"),
+        str(appo0.table(at)),
+        str(appo0.partner().table(at)),
+        "--out",
+        str(at / records.CHECKS),
+    ]
+    assert written == [str(at / records.CHECKS / n) for n in ("CHECK.md", "check-runs.csv.gz")]

@@ -76,3 +76,16 @@ def test_a_short_probe_gives_way_to_the_run_to_the_target():
     two = _run(2, 0, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0, 5, 18], name="record")
     (row,) = seed_rows(pd.concat([probe, one, two]), target=18).to_dict("records")
     assert row["predicted"] == 3.0 and row["measured_two"] == 3.0 and row["time_error"] == 0
+
+
+def test_each_run_s_replay_is_shown_beside_its_env_steps():
+    """Trained per sampled (``steps_trained`` / env steps at the end) for each of the pair; a
+    table from before that column reads —, not a number."""
+    one = _run(1, 0, [2.0, 4.0, 6.0], [1.0, 2.0, 3.0], [0, 5, 18]).assign(
+        steps_trained=[2000.0, 6000.0, 9900.0]
+    )
+    two = _run(2, 0, [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [0, 5, 18])
+    (row,) = seed_rows(pd.concat([one, two]), target=18).to_dict("records")
+    assert row["replay_one"] == pytest.approx(3.3) and math.isnan(row["replay_two"])
+    text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
+    assert "| 3.30× | — |" in text
