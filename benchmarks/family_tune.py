@@ -16,6 +16,10 @@ How to run
     nohup python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 \
         --hours 2.5 --commit > tune.log 2>&1 &
 
+``--enqueue '{"hp/lr": 0.0003}'`` asks a trial with those values first (a probe's lead: the names
+are the search space's, ``SAMPLERS`` in ``sweeps/gym_family.py``; the others are drawn), once
+however often the command runs.
+
 A study outlives its work tree: its journal and each finished run's collected table are kept in
 ``--record`` (committed one by one with ``--commit``), and the same command run again, on this
 tree or a fresh checkout, goes on from them. A run whose table is there is never run again; a
@@ -103,8 +107,79 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--commit", action="store_true", help="commit the journal and each run's table as it is"
     )
+    p.add_argument(
+        "--enqueue",
+        type=_hp_values,
+        action="append",
+        default=[],
+        metavar="JSON",
+        help="a trial to try first, as the search space's names and values, e.g. "
+        "'{\"hp/lr\": 0.0003}' (names left out are drawn as usual); repeatable; asked once "
+        "however often the command runs",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     return p
+
+
+def _hp_values(text: str) -> dict[str, Any]:
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from None
+    if not isinstance(values, dict) or not values:
+        raise argparse.ArgumentTypeError(f"a JSON object of names and values, got {text!r}")
+    return values
+
+
+class _Space:
+    """Stands in for an Optuna trial to read a sampler's space: each name and its distribution."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, Any] = {}
+
+    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
+        from optuna.distributions import FloatDistribution
+
+        self.names[name] = FloatDistribution(low, high, log=log)
+        return low
+
+    def suggest_int(self, name: str, low: int, high: int, log: bool = False) -> int:
+        from optuna.distributions import IntDistribution
+
+        self.names[name] = IntDistribution(low, high, log=log)
+        return low
+
+    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
+        from optuna.distributions import CategoricalDistribution
+
+        self.names[name] = CategoricalDistribution(choices)
+        return choices[0]
+
+
+def _within(dist: Any, value: Any) -> bool:
+    from optuna.distributions import CategoricalDistribution
+
+    if isinstance(dist, CategoricalDistribution):
+        return value in dist.choices
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return number and dist.low <= value <= dist.high
+
+
+def check_enqueued(algo: str, values: dict[str, Any]) -> None:
+    """A ValueError naming what in ``values`` the algorithm's search space (``SAMPLERS``) does
+    not hold: a name it has not, or a value outside its range or choices."""
+    from sweeps.gym_family import SAMPLERS
+
+    space = _Space()
+    SAMPLERS[algo](space)
+    for name, value in values.items():
+        dist = space.names.get(name)
+        if dist is None:
+            raise ValueError(
+                f"--enqueue: {algo}'s space has no {name!r} ({', '.join(space.names)})"
+            )
+        if not _within(dist, value):
+            raise ValueError(f"--enqueue: {name}={value!r} is outside {algo}'s space: {dist}")
 
 
 def tuning_envs(names: Sequence[str] | None) -> list[FamilyEnv]:
@@ -217,6 +292,7 @@ class Study:
     record: Path
     commit: bool = False
     deadline: float | None = None  # time.monotonic() of --hours' end
+    enqueued: tuple[dict[str, Any], ...] = ()  # --enqueue: trials to try first
 
     def benchmark_argv(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> list[str]:
         passed = [
@@ -294,12 +370,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         envs = tuning_envs(args.envs)
     except ValueError as e:
         parser.error(str(e))
+    try:
+        for values in args.enqueue:
+            check_enqueued(args.algo, values)
+    except ValueError as e:
+        parser.error(str(e))
     name = args.name or args.algo
     folder = Path(args.storage_path).expanduser() / name
     deadline = None if args.hours is None else time.monotonic() + args.hours * 3600
     study = Study(
         args.algo, args.trials, args.benchmark_seeds, args.seed, args.budget_scale,
         tuple(envs), name, folder, Path(args.record).expanduser() / name, args.commit, deadline,
+        tuple(args.enqueue),
     )  # fmt: skip
     per_trial = sum(e.budget_s for e in envs) * study.scale * study.seeds
     print(
@@ -337,6 +419,8 @@ def _tune(runs: Study) -> int:
         load_if_exists=True,
     )
     close_stale_study_trials(url, name)  # a trial a killed run left open
+    for values in runs.enqueued:  # once: the same values again are not asked twice
+        study.enqueue_trial(values, skip_if_exists=True)
     again = retry_unfinished(study)
     if again:
         print(f"[tune] tried again, with the runs they finished: {', '.join(again)}", flush=True)

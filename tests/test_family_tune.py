@@ -180,3 +180,42 @@ def test_a_trial_that_keeps_failing_is_left_after_its_tries():
     assert family_tune.retry_unfinished(study) == []  # asked once: it waits
     again = study.ask(space)  # the enqueued values, as the sampler's suggestions take them
     assert again.params == trial.params and again.user_attrs["tag"] == "t0"
+
+
+def test_a_trial_to_try_first_is_checked_against_the_space_and_asked_once(
+    tmp_path, capsys, monkeypatch
+):
+    family_tune.check_enqueued("impala", {"hp/lr": 3e-4, "hp/grad_clip": 40.0})
+    with pytest.raises(ValueError, match="no 'hp/learning_rate'"):
+        family_tune.check_enqueued("impala", {"hp/learning_rate": 3e-4})
+    with pytest.raises(ValueError, match="hp/lr=0.5 is outside"):
+        family_tune.check_enqueued("impala", {"hp/lr": 0.5})
+    with pytest.raises(ValueError, match="hp/grad_clip=41 is outside"):
+        family_tune.check_enqueued("impala", {"hp/grad_clip": 41})
+    with pytest.raises(SystemExit) as stop:  # one line, exit 2, before anything starts
+        family_tune.main(["--algo", "impala", "--enqueue", '{"hp/lr": 9}', "--dry-run"])
+    assert stop.value.code == 2 and "hp/lr=9 is outside" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        family_tune.main(["--algo", "impala", "--enqueue", "lr=3e-4", "--dry-run"])
+    assert "not JSON" in capsys.readouterr().err
+
+    # Asked first, and once however often the command runs (the record's journal)
+    def fake_run(self, tag, env, sets):
+        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        table.write_bytes((BEFORE / f"family-before-apex-s0-{env.slug}.csv.gz").read_bytes())
+        return table
+
+    import optuna
+
+    from sweeps.harness import storage
+
+    first = {"hp/lr": 3e-4, "hp/n_step": 3}
+    monkeypatch.setattr(family_tune.Study, "run", fake_run)
+    for trials in (1, 2):
+        study = _study(tmp_path, trials=trials, enqueued=(first,))
+        assert family_tune._tune(study) == 0
+    journal = storage.optuna_storage(str(study.record / family_tune.JOURNAL))
+    trials = optuna.load_study(study_name="apex", storage=journal).trials
+    assert len(trials) == 2 and trials[0].params["hp/lr"] == 3e-4
+    assert trials[0].params["hp/n_step"] == 3 and trials[1].params != trials[0].params
+    assert "lr=0.0003" in trials[0].user_attrs["set"]
