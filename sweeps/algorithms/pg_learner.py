@@ -21,14 +21,16 @@ order is part of what the learner does. Outermost first:
 5. ``KeepBootstrap`` (``compute_loss_for_module``, before the loss): each chunk's appended step
    made off-policy, so that V-trace keeps the bootstrap value (``vtrace.py``). Inside 3 and 4:
    they read the batch as sampled.
-6. The loss options (``compute_loss_for_module``): the loss itself, RLlib's where no option is
+6. ``RewardScale`` (``compute_loss_for_module``, before the loss): the rewards the loss sees
+   scaled (``reward_scale.py``). Inside 3 and 4, as 5.
+7. The loss options (``compute_loss_for_module``): the loss itself, RLlib's where no option is
    set, else V-trace over whole chunks (``impala_loss.py``; APPO's also with λ and standardised
    advantages, ``appo_loss.py``). Last before RLlib's learner: it is the loss.
 
-Every extra is off unless ``learner_config_dict`` sets it, except 0, 1 and 5: 1 and 5 are fixes
-of RLlib 2.60's learner and always on, 0 keeps what is there. ``learner_class(config)`` gives
-the class for an IMPALA or APPO config (``sweeps/workloads/rllib_config.py`` sets it on every
-one of the suite's).
+Every extra is off unless ``learner_config_dict`` sets it (6: a scale of 1), except 0, 1 and 5:
+1 and 5 are fixes of RLlib 2.60's learner and always on, 0 keeps what is there.
+``learner_class(config)`` gives the class for an IMPALA or APPO config
+(``sweeps/workloads/rllib_config.py`` sets it on every one of the suite's).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from sweeps.algorithms.appo_loss import APPOLossOptions
 from sweeps.algorithms.entropy_target import COEFFS_ATTR, EntropyTarget
 from sweeps.algorithms.impala_loss import IMPALALossOptions
 from sweeps.algorithms.kl_lr import SCALES_ATTR, KLAdaptiveLR
+from sweeps.algorithms.reward_scale import RewardScale
 from sweeps.algorithms.training_return import BEST_ATTR
 from sweeps.algorithms.vtrace import KeepBootstrap
 
@@ -95,6 +98,7 @@ EXTRAS: tuple[type, ...] = (
     KLAdaptiveLR,
     EntropyTarget,
     KeepBootstrap,
+    RewardScale,
 )
 
 

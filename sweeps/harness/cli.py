@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sweeps.algorithms import adam_eps, appo_loss, entropy_target, kl_lr
+from sweeps.algorithms import adam_eps, appo_loss, entropy_target, kl_lr, reward_scale
 from sweeps.harness import storage
 from sweeps.harness.errors import OneLineErrorParser, UsageError, error_line
 from sweeps.harness.files import check_writable
@@ -146,12 +146,12 @@ def apply_settings(config: Any, settings: Sequence[Sequence[Any]]) -> Any:
 def check_learner_settings(config: Any) -> None:
     """A ValueError names a ``learner_config_dict`` key the suite's learners do not read (a typo
     would otherwise change nothing, silently), one given to an algorithm whose learner does not
-    read it, or a bad entropy or KL target or advantage switch."""
+    read it, or a bad entropy or KL target, advantage switch or reward scale."""
     from ray.rllib.algorithms.appo import APPOConfig
     from ray.rllib.algorithms.impala import IMPALAConfig
 
     settings = config.learner_config_dict or {}
-    known = (*entropy_target.KEYS, *kl_lr.KEYS, *adam_eps.KEYS, *appo_loss.KEYS)
+    known = (*entropy_target.KEYS, *kl_lr.KEYS, *adam_eps.KEYS, *appo_loss.KEYS, *reward_scale.KEYS)
     unknown = sorted(set(settings) - set(known))
     if unknown:
         raise ValueError(f"unknown key(s) {unknown}; the suite's learners read {list(known)}")
@@ -165,6 +165,7 @@ def check_learner_settings(config: Any) -> None:
     adam_eps.check_adam_eps(settings)
     appo_loss.check_standardize(settings)
     appo_loss.check_whole_chunks(settings)
+    reward_scale.check_scale(settings)
 
 
 def _merge_model_config(config: Any, value: Any) -> None:
