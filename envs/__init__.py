@@ -39,11 +39,16 @@ def env_id_for(variant: str) -> str:
 
 
 def exact_optimum(env_id: Any, config: Mapping[str, Any] | None = None) -> float | None:
-    """The exact optimal expected return of a suite env that has one (the cab variants: the DP
-    value, ``envs/optimum.py``), else None."""
+    """The exact optimal expected return of an env that has one, else None: the cab variants (the
+    DP value, ``envs/optimum.py``) and any generic env that publishes its model as Gymnasium's
+    toy-text envs do (Taxi, FrozenLake: ``envs.gym.tabular_optimum``)."""
     variant = {CABS: "base", CABS_REQUESTS: "requests"}.get(env_id)
     if variant is None:
-        return None
+        if not isinstance(env_id, str) or env_id == PONG:
+            return None
+        from envs.gym import tabular_optimum
+
+        return tabular_optimum(env_id, config)
     from envs.optimum import optimum_value
 
     return float(optimum_value(variant, tm_seed=int((config or {}).get("tm_seed", 0))))

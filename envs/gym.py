@@ -18,8 +18,10 @@ An env is named the way ``--env`` takes it:
 spaces and spec and closes it; every bad name or config is one ``ValueError``, which the sweeps
 turn into one line and exit code 2. :func:`register` puts the env into Ray Tune's registry under
 its name, so that RLlib's env runners build it with the same :func:`make`. :func:`random_returns`
-measures a uniformly random policy, the report's reference row. :func:`check` says whether each
-of the four algorithms can take an env's observation and action spaces (``ACTION_SPACES``).
+measures a uniformly random policy, the report's reference row, and :func:`tabular_optimum` the
+best policy exactly where the env publishes its model (the toy-text envs). :func:`check` says
+whether each of the four algorithms can take an env's observation and action spaces
+(``ACTION_SPACES``).
 """
 
 from __future__ import annotations
@@ -283,6 +285,56 @@ def random_returns(
         "seed": seed,
         "steps": steps,
     }
+
+
+# A tabular env's exact optimum: how many backups at most where its episodes have no time limit.
+OPTIMUM_MAX_SWEEPS = 10_000
+
+
+def tabular_optimum(name: str, env_config: Mapping[str, Any] | None = None) -> float | None:
+    """The best expected return from reset, exactly, of an env that publishes its model as
+    Gymnasium's toy-text envs do (``unwrapped.P``: state -> action -> [(p, next, reward, done)],
+    and ``unwrapped.initial_state_distrib``); None for any other env. The return is the one the
+    reports judge: undiscounted, within the spec's time limit (finite-horizon value iteration,
+    one backup per step left; without a limit, backups until the values settle). Taxi-v3's is
+    7.93, below its spec's reward_threshold of 8."""
+    return _tabular_optimum(name, json.dumps(dict(env_config or {}), sort_keys=True))
+
+
+@lru_cache(maxsize=32)
+def _tabular_optimum(name: str, config_json: str) -> float | None:
+    if kind_of(name) == "atari":  # (no model, and an emulator to start)
+        return None
+    env = make(name, json.loads(config_json))
+    try:
+        model = getattr(env.unwrapped, "P", None)
+        start = getattr(env.unwrapped, "initial_state_distrib", None)
+        if not isinstance(model, dict) or start is None:
+            return None
+        horizon = env.spec.max_episode_steps if env.spec is not None else None
+    finally:
+        env.close()
+    rows = [
+        (s, a, p, nxt, r, done)
+        for s, actions in model.items()
+        for a, outcomes in actions.items()
+        for p, nxt, r, done in outcomes
+    ]
+    s, a, p, nxt, r, done = (np.array(col) for col in zip(*rows, strict=True))
+    n_states, n_actions = len(model), int(a.max()) + 1
+    pair = s * n_actions + a
+    value = np.zeros(n_states)
+    for _ in range(horizon or OPTIMUM_MAX_SWEEPS):
+        q = np.bincount(pair, p * (r + np.where(done, 0.0, value[nxt])), n_states * n_actions)
+        new = q.reshape(n_states, n_actions).max(axis=1)
+        settled = np.allclose(new, value, rtol=0.0, atol=1e-12)
+        value = new
+        if settled:
+            break
+    else:
+        if horizon is None:
+            return None  # no time limit and the values did not settle: no exact figure
+    return float(np.asarray(start, dtype=float) @ value)
 
 
 # ------------------------------------------------------------------------------------------------

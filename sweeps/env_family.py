@@ -49,6 +49,10 @@ SPEC = "its spec's reward_threshold"
 # MinAtar's games have no reward_threshold: a return well above a random policy's, to be checked
 # against the family's first runs (the single-process baseline's reach) and revised there.
 PROVISIONAL = "provisional: well above a random policy's, to be checked against the first runs"
+# Taxi-v3's reward_threshold (8) is above its optimal policy's expected return (7.93, exactly:
+# envs.gym.tabular_optimum): only luck in the episodes played can reach it. Its target is 95% of
+# the optimum instead, as the cab env's.
+OF_OPTIMUM = "95% of the exact optimum 7.93 (value iteration; its reward_threshold 8 is above it)"
 
 
 @dataclass(frozen=True)
@@ -89,7 +93,7 @@ TUNING: tuple[FamilyEnv, ...] = (
         "Box2D: shaped reward, episodes up to 1,000 steps",
         extra=True,
     ),
-    FamilyEnv("Taxi-v3", 8, SPEC, 300, "toy text: Discrete observations (one-hot, 500)"),
+    FamilyEnv("Taxi-v3", 7.5, OF_OPTIMUM, 300, "toy text: Discrete observations (one-hot, 500)"),
     FamilyEnv("MinAtar/Breakout-v1", 10, PROVISIONAL, 1200, "image: 10x10x4 frames", extra=True),
 )
 HELD_OUT: tuple[FamilyEnv, ...] = (

@@ -24,6 +24,18 @@ def test_a_target_said_to_be_the_spec_s_is_the_spec_s(env):
     assert env.target == gym.spec(env.env).reward_threshold
 
 
+@pytest.mark.parametrize(
+    "env", [e for e in FAMILY.values() if e.target_from == env_family.OF_OPTIMUM], ids=str
+)
+def test_a_target_said_to_be_95_percent_of_the_optimum_is_and_the_spec_s_was_above_it(env):
+    from envs.gym import tabular_optimum
+
+    optimum = tabular_optimum(env.env, env.env_config)
+    assert f"{optimum:.2f}" in env.target_from
+    assert env.target == round(0.95 * optimum, 1)
+    assert gym.spec(env.env).reward_threshold > optimum  # why the spec's figure is not used
+
+
 def test_each_env_is_one_benchmark_with_its_target_budget_and_config():
     lake = FAMILY["FrozenLake-v1"]
     argv = lake.benchmark_argv("fam", 0.5, ["--algos", "appo"])

@@ -74,6 +74,23 @@ def test_random_reference_is_seeded_and_capped():
     assert capped["episodes"] < 50 and capped["steps"] == 100
 
 
+def test_the_exact_optimum_of_an_env_that_publishes_its_model():
+    from envs import exact_optimum
+    from envs.gym import tabular_optimum
+
+    # A lake without slips: the goal is always reached (the only reward, 1); with slips the
+    # best policy reaches it about 74% of the time within the 100-step limit (Sutton & Barto's
+    # 4x4 map, a known figure); Taxi's shortest rides, 20 a fare less a step each, from a
+    # uniform start: 7.93; the cliff's shortest path, 13 steps of -1.
+    assert tabular_optimum("FrozenLake-v1", {"is_slippery": False}) == 1.0
+    assert tabular_optimum("FrozenLake-v1") == pytest.approx(0.744, abs=1e-3)
+    assert exact_optimum("Taxi-v3") == pytest.approx(7.93)
+    assert exact_optimum("CliffWalking-v1") == -13.0
+    # No model, no figure (and an ALE game's emulator is not even started)
+    assert tabular_optimum("CartPole-v1") is None and tabular_optimum(CORRIDOR) is None
+    assert tabular_optimum("ALE/Pong-v5") is None
+
+
 def test_python_m_sweeps_lists_the_generic_sweeps(capsys):
     assert list_main([]) == 0
     out = capsys.readouterr().out

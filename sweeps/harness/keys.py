@@ -71,7 +71,10 @@ PERIODIC_EVAL_S: Key = (SUITE, "periodic_eval_s")
 EVALUATIONS: Key = (SUITE, "evaluations")
 ENV_STEPS_PER_S: Key = (SUITE, "env_steps_per_s")  # env steps sampled / train_time_s (lifetime)
 GREEDY_RETURN: Key = (SUITE, "greedy_return")  # latest greedy (explore=False) eval return mean
-PCT_OF_OPTIMUM: Key = (SUITE, "pct_of_optimum")  # greedy_return / exact optimum * 100 (cabs)
+PCT_OF_OPTIMUM: Key = (
+    SUITE,
+    "pct_of_optimum",
+)  # greedy_return / exact optimum * 100 (cabs, toy text)
 OPTIMUM: Key = (SUITE, "optimum")  # exact optimal expected return of the env (cabs)
 LEARNER_STEPS_PER_S: Key = (SUITE, "learner_env_steps_per_s")  # env steps trained / train_time_s
 LOSS: Key = (SUITE, "loss")  # total loss of the default module, last update

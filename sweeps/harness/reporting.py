@@ -69,7 +69,7 @@ def leading_columns(metric: keys.Key, target: float | None) -> list[tuple[keys.K
         (metric, f"{words.split(' (')[0]} (judges)", f"The {words}: what the search "
          "maximises, ASHA compares, --stop-reward stops on and the summary ranks by."),
         (keys.PCT_OF_OPTIMUM, "% of optimum", "Greedy evaluation return as a percentage of the "
-         "env's exact optimum (dynamic programming; cab env only)."),
+         "env's exact optimum (dynamic programming: the cab env, and toy-text envs such as Taxi)."),
         (keys.TIME_TO_TARGET_S, f"time to {to} [s]", f"Training seconds (evaluation excluded) "
          f"until the judging return first reached {to}; empty while it has not."),
         (keys.ENV_STEPS_PER_S, "env steps/s", "Env steps sampled per second of training "

@@ -98,14 +98,16 @@ class Gym(Workload):
     def record_fields(self, args: Settings) -> dict[str, Any]:
         """The env as named, its config as the variant, and a uniformly random policy's mean
         return on ``REFERENCE_EPISODES`` seeded episodes (fewer when episodes are long:
-        ``envs.gym.random_returns`` caps steps and seconds), measured here, in the run."""
+        ``envs.gym.random_returns`` caps steps and seconds), measured here, in the run; the
+        exact optimum where the env publishes its model (the toy-text envs), else None."""
+        from envs import exact_optimum
         from envs.gym import random_returns
 
         random = random_returns(args.env, args.env_config, REFERENCE_EPISODES, REFERENCE_SEED)
         return {
             "env": args.env,
             "variant": variant_of(args.env_config),
-            "optimum": None,
+            "optimum": exact_optimum(args.env, args.env_config),
             "references": {"random": random},
         }
 
