@@ -40,11 +40,14 @@ def env_id_for(variant: str) -> str:
 
 def exact_optimum(env_id: Any, config: Mapping[str, Any] | None = None) -> float | None:
     """The exact optimal expected return of an env that has one, else None: the cab variants (the
-    DP value, ``envs/optimum.py``) and any generic env that publishes its model as Gymnasium's
-    toy-text envs do (Taxi, FrozenLake: ``envs.gym.tabular_optimum``)."""
+    DP value, ``envs/optimum.py``) and any env registered with Gymnasium that publishes its
+    model as its toy-text envs do (Taxi, FrozenLake: ``envs.gym.tabular_optimum``). A name only
+    Ray Tune's registry knows (a test's env, an entry point) has none: it is not built here."""
     variant = {CABS: "base", CABS_REQUESTS: "requests"}.get(env_id)
     if variant is None:
-        if not isinstance(env_id, str) or env_id == PONG:
+        import gymnasium as gym
+
+        if not isinstance(env_id, str) or env_id == PONG or env_id not in gym.registry:
             return None
         from envs.gym import tabular_optimum
 

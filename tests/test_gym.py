@@ -89,6 +89,9 @@ def test_the_exact_optimum_of_an_env_that_publishes_its_model():
     # No model, no figure (and an ALE game's emulator is not even started)
     assert tabular_optimum("CartPole-v1") is None and tabular_optimum(CORRIDOR) is None
     assert tabular_optimum("ALE/Pong-v5") is None
+    # exact_optimum builds only what Gymnasium's registry names (a trial's env may be a name
+    # only Ray Tune's registry knows: tests/faulty_envs.py)
+    assert exact_optimum("Unregistered-v0") is None and exact_optimum(CORRIDOR) is None
 
 
 def test_python_m_sweeps_lists_the_generic_sweeps(capsys):
