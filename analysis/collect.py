@@ -165,6 +165,9 @@ EXPERIMENT_COLUMNS = [
     "confirm_target",
     "confirm_episodes",
     "command",
+    # The run's --set settings outside its recorded hyperparameters ("key=JSON; ..."; "" for
+    # none): they tell recipes apart as the hp/ columns do
+    "overrides",
     "git_commit",
     "git_dirty",  # "true" when run from a modified working tree, "" when unknown
     "ray_version",

@@ -14,7 +14,7 @@ import json
 import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -274,6 +274,7 @@ class _Experiment:
             "confirm_target": self.confirm_target(),
             "confirm_episodes": self.confirm_episodes(),
             "command": command or "",
+            "overrides": overrides(info.args, info.hyperparameters),
             "git_commit": info.git_commit or "",
             "git_dirty": {True: "true", False: "false"}.get(info.git_dirty, ""),
             "ray_version": versions.get("ray") or "",
@@ -292,6 +293,15 @@ class _Experiment:
             "run_status": info.status or "",
             "cut_short": _cut_short(info.cut_short),
         }
+
+
+def overrides(args: dict[str, Any] | None, hyperparameters: Sequence[str] | None) -> str:
+    """The run's ``--set`` settings that are not among its recorded hyperparameters (those have
+    columns of their own), as ``key=JSON`` texts joined by "; "; "" without any. Two benchmark
+    runs of one algorithm that differ here ran different recipes."""
+    named = set(hyperparameters or ())
+    pairs = [(k, v) for k, v in (args or {}).get("set") or () if k not in named]
+    return "; ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in pairs)
 
 
 def _cut_short(cut: dict[str, Any] | None) -> str:

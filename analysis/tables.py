@@ -65,7 +65,8 @@ def trial_summary(runs: pd.DataFrame) -> pd.DataFrame:
     hp = [c for c in runs.columns if c.startswith(HP_PREFIX)]
     first = ["sweep", "kind", "algo", "env", "variant", "config", "seed", "num_env_runners"]
     first += ["tm_seed"]
-    first += hp + ["trial_status", "mode", "metric", "budget_env_steps", "optimum", "targets"]
+    first += hp + ["overrides"]
+    first += ["trial_status", "mode", "metric", "budget_env_steps", "optimum", "targets"]
     first = [c for c in first if c in runs.columns]
     finals = ["iterations", "env_steps", "train_time_s", "time_total_s", "final_return"]
     finals += ["final_greedy", "final_pct_of_optimum", "final_metric", "env_steps_per_s"]
@@ -149,6 +150,7 @@ def config_label(kind: str, algo: str, num_env_runners: float, experiment: str) 
     return f"{algo} · {n} runner{'' if n == 1 else 's'}"
 
 
+OVERRIDES = "hp/--set"  # the overrides' place among the recipe's values (a label reads "--set")
 RECIPE_LABEL_CHARS = 60  # longer differences name the recipe by its first experiment instead
 
 
@@ -163,6 +165,10 @@ def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
     if not hp or benchmarks.empty:
         return suffix
     values = benchmarks[hp].map(lambda v: "—" if pd.isna(v) else readable(v))
+    if "overrides" in benchmarks:  # the --set settings outside the hyperparameters (a table
+        # collected before the column has none: read as no setting)
+        values[OVERRIDES] = benchmarks["overrides"].fillna("").astype(str).replace("", "—")
+        hp = [*hp, OVERRIDES]
     for _, group in benchmarks.groupby(["env", "variant", "config"], dropna=False, sort=False):
         recipes = values.loc[group.index]
         differ = [c for c in hp if recipes[c].nunique() > 1]

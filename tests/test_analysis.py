@@ -558,6 +558,27 @@ def test_benchmarks_of_different_recipes_are_different_configurations(tmp_path):
     }
 
 
+def test_a_set_setting_outside_the_hyperparameters_is_a_recipe_of_its_own(tmp_path):
+    """``--set learner_config_dict=...`` is not a recorded hyperparameter of the generic
+    sweeps: two runs of one seed that differ only there are two recipes (before the overrides
+    column the later one replaced the earlier as "the same seed run again")."""
+    curve = dict(returns=RISING, greedy=RISING)
+    settings = {
+        "plain": [["lr", 0.001]],  # a hyperparameter: its own column says it
+        "scaled": [["lr", 0.001], ["learner_config_dict", {"reward_scale": 0.1}]],
+    }
+    for name, given in settings.items():
+        trial = dict(hp={"lr": 1e-3}, seed=0, **curve)
+        write_experiment(tmp_path, name, [trial], hyperparameters=["lr"], args={"set": given})
+    runs = collect.gather([str(tmp_path)]).runs
+    assert set(runs["overrides"]) == {"", 'learner_config_dict={"reward_scale": 0.1}'}
+    trials = tables.select_configurations(runs).drop_duplicates(tables.TRIAL_KEY)
+    assert dict(zip(trials["experiment"], trials["config"], strict=True)) == {
+        "plain": "dqn · 1 runner · --set —",
+        "scaled": 'dqn · 1 runner · --set learner_config_dict={"reward_scale": 0.1}',
+    }
+
+
 def test_time_to_target_counts_seeds_that_never_reach_it(runs):
     ttt = tables.time_to_target(tables.select_configurations(runs))
     dqn = ttt[(ttt["config"] == "dqn · 1 runner") & (ttt["signal"] == "return_mean")]
