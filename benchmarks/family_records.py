@@ -11,6 +11,11 @@ regenerated, the held-out envs apart: ``results/gym/before/REPORT.md``. The chea
 first, all their seeds before the next env's, so that each env's row is whole as soon as it can
 be.
 
+The before-runs are the defaults as they stood when the first began
+(``results/gym/before/DEFAULTS.json``): once ``sweeps/gym_family.py``'s defaults change, the queue
+skips every before-run of the four not yet made and says why (run those from a checkout of the
+commit the file names).
+
 LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
 ".[family]"``); where it is missing, their runs are skipped and say so.
 
@@ -30,10 +35,12 @@ the family how often each algorithm was fastest.
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks import records
 from benchmarks.records import Places
@@ -58,6 +65,40 @@ def _why_not(env: str) -> str | None:
     """Why the family's env ``env`` (its id) cannot be built here (one line), or None."""
     problems = missing([FAMILY[env]])
     return problems[0] if problems else None
+
+
+# The generic defaults the before-runs run with (``sweeps/gym_family.py`` as it stood when they
+# began), as data: once the defaults change, a before-run not yet made would not be the before.
+BEFORE_DEFAULTS = Path(__file__).resolve().parents[1] / RESULTS / "DEFAULTS.json"
+
+
+def generic_defaults() -> dict[str, Any]:
+    """What ``sweeps/gym_family.py`` gives every run of the four on a generic env (its tuned
+    settings, fragment lengths and hidden layers, and Ape-X's two-core layout), as JSON holds
+    it."""
+    from sweeps import gym_family
+    from sweeps.algorithms.apex.config import TWO_CORE_APEX
+
+    now = {
+        "tuned": gym_family.TUNED,
+        "fragment": gym_family.FRAGMENT,
+        "hiddens": gym_family.HIDDENS,
+        "apex_layout": TWO_CORE_APEX,
+    }
+    return json.loads(json.dumps(now, sort_keys=True))
+
+
+@functools.cache
+def _defaults_changed() -> str | None:
+    """Why a before-run of the four cannot run now: the defaults are not those the before-runs
+    ran with (``BEFORE_DEFAULTS``); None where they are."""
+    recorded = json.loads(BEFORE_DEFAULTS.read_text())["defaults"]
+    if recorded == generic_defaults():
+        return None
+    return (
+        f"the generic defaults are no longer those the before-runs ran with ({BEFORE_DEFAULTS.name}"
+        f" in {RESULTS}): run it from a checkout of the commit named there"
+    )
 
 
 @dataclass(frozen=True)
@@ -97,6 +138,8 @@ class FamilyRun:
         return at / RESULTS / f"{self.name}.csv.gz"
 
     def unavailable(self) -> str | None:
+        if self.algo != BASELINE and _defaults_changed():  # (the baseline has its own)
+            return _defaults_changed()
         return _why_not(self.env.env)
 
     def command(self, storage: Path) -> list[str]:

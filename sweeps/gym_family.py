@@ -170,6 +170,11 @@ def _sample_vtrace(trial: Any) -> dict[str, Any]:
         "rollout_fragment_length": trial.suggest_int("hp/fragment", 16, 128, log=True),
         "train_batch_size_per_learner": trial.suggest_int("hp/train_batch", 128, 2048, log=True),
         "grad_clip": trial.suggest_categorical("hp/grad_clip", [10.0, 40.0, 100.0]),
+        # The rewards the loss sees scaled (sweeps/algorithms/reward_scale.py): at 0.1 both
+        # reached Acrobot's target and CartPole's sooner (results/gym/probes/, one seed each)
+        "learner_config_dict/reward_scale": trial.suggest_float(
+            "hp/reward_scale", 0.01, 1.0, log=True
+        ),
     }
 
 

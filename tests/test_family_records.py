@@ -73,6 +73,39 @@ def test_an_env_this_machine_cannot_build_is_skipped_with_its_reason(tmp_path, m
     assert all("spaceinvaders" in line for line in skipped)
 
 
+def test_no_before_run_of_the_four_starts_once_the_defaults_changed(monkeypatch):
+    """The before-runs are the defaults as they stood (results/gym/before/DEFAULTS.json): with
+    any of them changed, a before-run of the four is skipped with the reason, the baseline's is
+    not (it has its own hyperparameters)."""
+    import copy
+
+    from sweeps import gym_family
+
+    env = TUNING[0]
+    four, baseline = family.FamilyRun(env, "impala", 0), family.FamilyRun(env, family.BASELINE, 0)
+    recorded = {"defaults": family.generic_defaults()}
+    monkeypatch.setattr(family, "BEFORE_DEFAULTS", _FakeFile(recorded))
+    family._defaults_changed.cache_clear()
+    assert four.unavailable() is None
+    changed = copy.deepcopy(gym_family.TUNED)
+    changed["impala"]["learner_config_dict"] = {"reward_scale": 0.1}
+    monkeypatch.setattr(gym_family, "TUNED", changed)
+    family._defaults_changed.cache_clear()
+    assert "no longer those the before-runs ran with" in four.unavailable()
+    assert baseline.unavailable() is None
+    family._defaults_changed.cache_clear()
+
+
+class _FakeFile:
+    def __init__(self, doc):
+        self.doc, self.name = doc, "DEFAULTS.json"
+
+    def read_text(self):
+        import json
+
+        return json.dumps(self.doc)
+
+
 def test_the_pong_queue_takes_the_familys_runs_in_the_hours_its_own_leave(tmp_path, capsys):
     argv = ["--root", str(tmp_path), "--storage-path", str(tmp_path / "runs"), "--dry-run"]
     assert pong_records.main([*argv, "--hours", "2.2"]) == 0
