@@ -96,8 +96,8 @@ def fmt_spread(spread: tuple[float, float, float], fmt: Callable = fmt_float) ->
 
 
 def target_label(target: float, optimum: float | None = None) -> str:
-    """'2,818 = 95% of optimum' where the optimum is known, else '20'."""
-    if is_missing(optimum) or not optimum:
+    """'2,818 = 95% of optimum' where the optimum is known and above 0, else '20'."""
+    if is_missing(optimum) or not optimum or optimum < 0:
         return fmt_number(target)
     return f"{fmt_number(target)} = {100.0 * target / optimum:.3g}% of optimum"
 

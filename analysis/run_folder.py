@@ -300,7 +300,17 @@ def overrides(args: dict[str, Any] | None, hyperparameters: Sequence[str] | None
     columns of their own), as ``key=JSON`` texts joined by "; "; "" without any. Two benchmark
     runs of one algorithm that differ here ran different recipes."""
     named = set(hyperparameters or ())
-    pairs = [(k, v) for k, v in (args or {}).get("set") or () if k not in named]
+
+    def recorded(key: str, value: Any) -> bool:  # the key, or each key inside it, has a column
+        if key in named:
+            return True
+        return (
+            isinstance(value, dict)
+            and bool(value)
+            and all(f"{key}.{sub}" in named for sub in value)
+        )
+
+    pairs = [(k, v) for k, v in (args or {}).get("set") or () if not recorded(k, v)]
     return "; ".join(f"{k}={json.dumps(v, sort_keys=True)}" for k, v in pairs)
 
 
@@ -387,7 +397,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
     )
     greedy = _first(keys.get(result, keys.GREEDY_RETURN), keys.get(result, keys.EVAL_RETURN_MEAN))
     pct = number(keys.get(result, keys.PCT_OF_OPTIMUM))
-    if math.isnan(pct) and optimum and not math.isnan(optimum):
+    if math.isnan(pct) and optimum and not math.isnan(optimum) and optimum > 0:
         pct = 100.0 * greedy / optimum
     steps_per_s = number(keys.get(result, keys.ENV_STEPS_PER_S))
     if math.isnan(steps_per_s) and train_time > 0:

@@ -120,8 +120,9 @@ def _how_judged(w: Workload) -> str:
 
 
 def _final_value(w: Workload) -> str:
-    """The final figure the summary shows: % of optimum where the optimum is known."""
-    return PCT if not is_missing(w.optimum) else SIGNALS[w.crossing]
+    """The final figure the summary shows: % of optimum where the optimum is known (and above
+    0: a share of a negative one reads backwards)."""
+    return PCT if not is_missing(w.optimum) and w.optimum > 0 else SIGNALS[w.crossing]
 
 
 def confirmed_note(w: Workload) -> str:

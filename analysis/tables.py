@@ -162,13 +162,13 @@ def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
     hp = [c for c in chosen.columns if c.startswith(HP_PREFIX)]
     suffix = pd.Series("", index=chosen.index, dtype="str")
     benchmarks = chosen[chosen["kind"] != "sweep"]
-    if not hp or benchmarks.empty:
-        return suffix
     values = benchmarks[hp].map(lambda v: "—" if pd.isna(v) else readable(v))
     if "overrides" in benchmarks:  # the --set settings outside the hyperparameters (a table
         # collected before the column has none: read as no setting)
         values[OVERRIDES] = benchmarks["overrides"].fillna("").astype(str).replace("", "—")
         hp = [*hp, OVERRIDES]
+    if not hp or benchmarks.empty:
+        return suffix
     for _, group in benchmarks.groupby(["env", "variant", "config"], dropna=False, sort=False):
         recipes = values.loc[group.index]
         differ = [c for c in hp if recipes[c].nunique() > 1]

@@ -78,8 +78,10 @@ class Workload:
 
     @cached_property
     def optimum(self) -> float:
-        values = self.runs["optimum"].dropna()
-        return float(values.max()) if len(values) else math.nan
+        """The env's exact optimum, where every run records one (runs of a toy-text env collected
+        before the suite computed its optimum have none: the report then shows none)."""
+        values = self.runs["optimum"]
+        return math.nan if values.empty or values.isna().any() else float(values.max())
 
     @cached_property
     def targets(self) -> list[float]:

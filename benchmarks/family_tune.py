@@ -161,8 +161,11 @@ def _within(dist: Any, value: Any) -> bool:
 
     if isinstance(dist, CategoricalDistribution):
         return value in dist.choices
+    from optuna.distributions import IntDistribution
+
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return number and dist.low <= value <= dist.high
+    whole = not isinstance(dist, IntDistribution) or (number and float(value).is_integer())
+    return number and whole and dist.low <= value <= dist.high
 
 
 def check_enqueued(algo: str, values: dict[str, Any]) -> None:

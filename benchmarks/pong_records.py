@@ -148,12 +148,12 @@ class RecordRun:
         return report_command(at / RESULTS, at / REPORT), records.report_paths(at / REPORT)
 
     def partner(self) -> RecordRun | None:
-        """A check run's two-core run of record: the one-runner run of the same seed."""
+        """A check run's two-core run of record: the run of the same seed and runners."""
         return next(
             (
                 r
                 for r in PLAN
-                if (r.algo, r.seed, r.runners, r.cpus) == (self.algo, self.seed, 1, 2)
+                if (r.algo, r.seed, r.runners, r.cpus) == (self.algo, self.seed, self.runners, 2)
                 and not (r.one_core or r.rate)
             ),
             None,

@@ -572,6 +572,13 @@ def test_a_set_setting_outside_the_hyperparameters_is_a_recipe_of_its_own(tmp_pa
         write_experiment(tmp_path, name, [trial], hyperparameters=["lr"], args={"set": given})
     runs = collect.gather([str(tmp_path)]).runs
     assert set(runs["overrides"]) == {"", 'learner_config_dict={"reward_scale": 0.1}'}
+    # A setting whose every key inside has a hyperparameter column of its own is not repeated
+    scaled = [["learner_config_dict", {"reward_scale": 0.1}]]
+    hp = ["learner_config_dict.reward_scale", "lr"]
+    assert run_folder.overrides({"set": scaled}, hp) == ""
+    assert run_folder.overrides({"set": scaled}, ["lr"]) == settings["scaled"][1][0] + (
+        '={"reward_scale": 0.1}'
+    )
     trials = tables.select_configurations(runs).drop_duplicates(tables.TRIAL_KEY)
     assert dict(zip(trials["experiment"], trials["config"], strict=True)) == {
         "plain": "dqn · 1 runner · --set —",

@@ -190,6 +190,8 @@ def test_a_trial_to_try_first_is_checked_against_the_space_and_asked_once(
         family_tune.check_enqueued("impala", {"hp/learning_rate": 3e-4})
     with pytest.raises(ValueError, match="hp/lr=0.5 is outside"):
         family_tune.check_enqueued("impala", {"hp/lr": 0.5})
+    with pytest.raises(ValueError, match="hp/fragment=50.5 is outside"):  # an int parameter
+        family_tune.check_enqueued("impala", {"hp/fragment": 50.5})
     with pytest.raises(ValueError, match="hp/grad_clip=41 is outside"):
         family_tune.check_enqueued("impala", {"hp/grad_clip": 41})
     with pytest.raises(SystemExit) as stop:  # one line, exit 2, before anything starts

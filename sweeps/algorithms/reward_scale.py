@@ -23,16 +23,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ray.rllib.core.columns import Columns
-
 KEY = "reward_scale"
 KEYS = (KEY,)
+DEFAULT = 1.0  # the scale where learner_config_dict names none: the rewards as they are
 
 
 def check_scale(settings: dict[str, Any] | None) -> float:
-    """The scale ``learner_config_dict`` asks for (1.0 where it names none); a ValueError for one
-    that is not a finite number above 0."""
-    value = (settings or {}).get(KEY, 1.0)
+    """The scale ``learner_config_dict`` asks for (``DEFAULT`` where it names none); a ValueError
+    for one that is not a finite number above 0."""
+    value = (settings or {}).get(KEY, DEFAULT)
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if not number or not math.isfinite(value) or value <= 0:
         raise ValueError(f"learner_config_dict[{KEY!r}] must be a number above 0, got {value!r}")
@@ -41,6 +40,8 @@ def check_scale(settings: dict[str, Any] | None) -> float:
 
 def scaled(batch: Any, scale: float) -> Any:
     """``batch`` with its rewards times ``scale`` (the same batch where the scale is 1)."""
+    from ray.rllib.core.columns import Columns
+
     if scale == 1.0:
         return batch
     return {**batch, Columns.REWARDS: batch[Columns.REWARDS] * scale}

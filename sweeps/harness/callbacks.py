@@ -292,6 +292,7 @@ def suite_figures(
         suite[keys.PREDICTED_TRAIN_TIME_S[-1]] = train_time * cpu.predicted_factor
     if optimum:
         suite[keys.OPTIMUM[-1]] = optimum
+    if optimum and optimum > 0:  # (a share of a negative optimum reads backwards: none)
         suite[keys.PCT_OF_OPTIMUM[-1]] = 100.0 * greedy / optimum
     return suite
 

@@ -19,10 +19,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from sweeps.algorithms import reward_scale
 from sweeps.harness.space import ask_trial
 from sweeps.harness.sweep import SampleFn
 from sweeps.harness.values import dotted
 
+# The suite's learner options a search space may draw, and what the learners take where
+# learner_config_dict leaves one out (it is empty in every tuned default).
+LEARNER_DEFAULTS: dict[str, Any] = {f"learner_config_dict/{reward_scale.KEY}": reward_scale.DEFAULT}
 # Int parameters are searched this far beyond their range (out-of-range values are allowed in an
 # enqueued point; Optuna warns): --set train_batch_size=512 is 2**9 above a 2**5..2**8 space.
 _INT_MARGIN = 32
@@ -68,9 +72,11 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def config_values(sample_params: SampleFn, config: Mapping[str, Any]) -> dict[str, Any]:
-    """``{searched config key: its value in config}`` (keys as ``sample_params`` names them)."""
+    """``{searched config key: its value in config}`` (keys as ``sample_params`` names them); a
+    learner option the config leaves out is its default (``LEARNER_DEFAULTS``)."""
     _, drawn = ask_trial(sample_params)
-    return {key: dotted(config, key.replace("/", ".")) for key in drawn}
+    values = {key: dotted(config, key.replace("/", ".")) for key in drawn}
+    return {k: LEARNER_DEFAULTS.get(k) if v is None else v for k, v in values.items()}
 
 
 def tuned_point(
