@@ -131,31 +131,6 @@ def _hp_values(text: str) -> dict[str, Any]:
     return values
 
 
-class _Space:
-    """Stands in for an Optuna trial to read a sampler's space: each name and its distribution."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, Any] = {}
-
-    def suggest_float(self, name: str, low: float, high: float, log: bool = False) -> float:
-        from optuna.distributions import FloatDistribution
-
-        self.names[name] = FloatDistribution(low, high, log=log)
-        return low
-
-    def suggest_int(self, name: str, low: int, high: int, log: bool = False) -> int:
-        from optuna.distributions import IntDistribution
-
-        self.names[name] = IntDistribution(low, high, log=log)
-        return low
-
-    def suggest_categorical(self, name: str, choices: Sequence[Any]) -> Any:
-        from optuna.distributions import CategoricalDistribution
-
-        self.names[name] = CategoricalDistribution(choices)
-        return choices[0]
-
-
 def _within(dist: Any, value: Any) -> bool:
     from optuna.distributions import CategoricalDistribution
 
@@ -172,15 +147,14 @@ def check_enqueued(algo: str, values: dict[str, Any]) -> None:
     """A ValueError naming what in ``values`` the algorithm's search space (``SAMPLERS``) does
     not hold: a name it has not, or a value outside its range or choices."""
     from sweeps.gym_family import SAMPLERS
+    from sweeps.harness.space import ask_trial
 
-    space = _Space()
-    SAMPLERS[algo](space)
+    trial, _ = ask_trial(SAMPLERS[algo])  # (its distributions describe the space)
+    space = trial.distributions
     for name, value in values.items():
-        dist = space.names.get(name)
+        dist = space.get(name)
         if dist is None:
-            raise ValueError(
-                f"--enqueue: {algo}'s space has no {name!r} ({', '.join(space.names)})"
-            )
+            raise ValueError(f"--enqueue: {algo}'s space has no {name!r} ({', '.join(space)})")
         if not _within(dist, value):
             raise ValueError(f"--enqueue: {name}={value!r} is outside {algo}'s space: {dist}")
 
