@@ -35,8 +35,11 @@ Results to expect
 ``<record>/<name>/`` (``results/gym/tune/<algo>`` by default): ``study.journal`` (the Optuna
 study; ``optuna-dashboard`` reads it), one collected table per trial and env
 (``defaults-<env>.csv.gz``, ``t<N>-<env>.csv.gz``; ``python -m analysis report`` reads them), and
-``BEST.json``: the best trial's ``--set`` values and score beside the defaults' score. Tune's own
-files stay in ``<storage-path>/<name>/`` (one benchmark folder per trial and env).
+``STUDY.md``: every trial so far, what each env gave it and its values
+(``benchmarks/family_study.py``; regenerated with each commit, or by the same command with
+``--page``), and ``BEST.json``: the best trial's ``--set`` values and score beside the defaults'
+score. Tune's own files stay in ``<storage-path>/<name>/`` (one benchmark folder per trial and
+env).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import family_records, records
+from benchmarks.family_study import PAGE, outcomes, page, score
 from sweeps.env_family import HELD_OUT, FamilyEnv, chosen, env_list
 from sweeps.harness.cli import count, positive_float
 from sweeps.harness.errors import OneLineErrorParser
@@ -116,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a trial to try first, as the search space's names and values, e.g. "
         "'{\"hp/lr\": 0.0003}' (names left out are drawn as usual); repeatable; asked once "
         "however often the command runs",
+    )
+    p.add_argument(
+        "--page",
+        action="store_true",
+        help=f"regenerate the study's page ({PAGE} in its record) from its journal and tables, "
+        "run nothing",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, run nothing")
     return p
@@ -182,35 +192,6 @@ def set_texts(params: dict[str, Any]) -> list[str]:
     return [f"{k}={json.dumps(v, sort_keys=True)}" for k, v in sorted(nested.items())]
 
 
-def score(pairs: Sequence[tuple[bool, float, float]]) -> float:
-    """``pairs``: (reached, seconds to the target, budget seconds). The pairs that reached it
-    plus the mean share of the budget left when they did (module docstring)."""
-    if not pairs:
-        return 0.0
-    left = [max(0.0, 1.0 - t / b) if hit and b > 0 else 0.0 for hit, t, b in pairs]
-    return sum(hit for hit, _, _ in pairs) + sum(left) / len(left) * 0.999
-
-
-def outcomes(table: Path, budget_s: float) -> list[tuple[bool, float, float]]:
-    """Each seed of a benchmark's collected ``table``: whether it reached its target (the
-    report's rule: the confirmed target where the runs confirm it) within ``budget_s`` of
-    training, and when."""
-    from analysis.collect import read_runs_csv
-    from analysis.workload import workloads
-
-    runs = read_runs_csv(table)
-    if runs.empty:
-        return []
-    (w,) = workloads(runs)
-    ttt = w.ttt
-    rows = ttt[(ttt["signal"] == w.signal) & (ttt["target"] == w.target)]
-    return [
-        (bool(r["reached"]) and float(r["train_time_s"]) <= budget_s, float(r["train_time_s"]),
-         budget_s)
-        for _, r in rows.iterrows()
-    ]  # fmt: skip
-
-
 def collected(folder: Path, table: Path) -> bool:
     """Collect the benchmark in ``folder`` into ``table``; False where it wrote no run (refused
     before its first, or stopped before it)."""
@@ -270,6 +251,7 @@ class Study:
     commit: bool = False
     deadline: float | None = None  # time.monotonic() of --hours' end
     enqueued: tuple[dict[str, Any], ...] = ()  # --enqueue: trials to try first
+    command: str = "python -m benchmarks.family_tune"  # as given: the page names it
 
     def benchmark_argv(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> list[str]:
         passed = [
@@ -313,11 +295,34 @@ class Study:
         self.save(f"{tag} on {env.env}", table)
         return table
 
+    def write_page(self, command: str) -> Path | None:
+        """The study's page (``STUDY.md``, ``benchmarks/family_study.py``) from its journal and
+        tables as they are; None before the journal exists."""
+        import optuna
+
+        from sweeps.harness import storage
+        from sweeps.harness.files import atomic_write_text
+
+        journal = self.record / JOURNAL
+        if not journal.is_file():
+            return None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        url = storage.optuna_storage(str(journal))
+        study = optuna.load_study(study_name=self.name, storage=url)
+        text = page(self.name, self.envs, self.scale, study.get_trials(), self.recorded, command)
+        atomic_write_text(self.record / PAGE, text)
+        return self.record / PAGE
+
     def save(self, what: str, *paths: Path) -> None:
-        """Commit the journal and ``paths`` (with ``commit``)."""
+        """Regenerate the study's page; commit it, the journal and ``paths`` (with
+        ``commit``)."""
+        try:
+            self.write_page(self.command)
+        except Exception as e:  # (a view of the study: drawing it never stops the study)
+            print(f"[tune] the study's page was not written: {type(e).__name__}: {e}", flush=True)
         if not self.commit:
             return
-        files = [str(p) for p in (self.record / JOURNAL, *paths) if p.exists()]
+        files = [str(p) for p in (self.record / JOURNAL, self.record / PAGE, *paths) if p.exists()]
         rc = records.commit_paths(files, f"Family tuning of {self.algo} (issue 64): {what}")
         if rc != 0:
             print(f"[tune] committing {what} failed (exit {rc}); it stays in {self.record}")
@@ -342,7 +347,8 @@ class Study:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv_given = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv_given)
     try:
         envs = tuning_envs(args.envs)
     except ValueError as e:
@@ -358,7 +364,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     study = Study(
         args.algo, args.trials, args.benchmark_seeds, args.seed, args.budget_scale,
         tuple(envs), name, folder, Path(args.record).expanduser() / name, args.commit, deadline,
-        tuple(args.enqueue),
+        tuple(args.enqueue), shlex.join(["python", "-m", "benchmarks.family_tune", *argv_given]),
     )  # fmt: skip
     per_trial = sum(e.budget_s for e in envs) * study.scale * study.seeds
     print(
@@ -367,6 +373,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{study.trials} trials and the defaults; record {study.record}, Tune's files {folder}",
         flush=True,
     )
+    if args.page:
+        written = study.write_page(study.command)
+        if written is None:
+            parser.error(f"no study in {study.record} (its {JOURNAL} is missing)")
+        print(f"[tune] {written}")
+        return 0
     if args.dry_run:
         for env in envs:
             command = shlex.join(study.benchmark_argv("t0", env, []))
@@ -439,7 +451,7 @@ def _tune(runs: Study) -> int:
         "best_set": best.user_attrs.get("set", []),
         # Below the defaults' score, the search found nothing better: keep the defaults.
         "better_than_defaults": best.value > before,
-        "command": shlex.join(["python", "-m", "benchmarks.family_tune", *sys.argv[1:]]),
+        "command": runs.command,
     }
     atomic_write_text(runs.record / BEST_FILE, json.dumps(record, indent=2) + "\n")
     runs.save("the best trial", runs.record / BEST_FILE)
