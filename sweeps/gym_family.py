@@ -175,6 +175,13 @@ def _sample_vtrace(trial: Any) -> dict[str, Any]:
         "learner_config_dict/reward_scale": trial.suggest_float(
             "hp/reward_scale", 0.01, 1.0, log=True
         ),
+        # A floor under the policy's entropy, in nats (sweeps/algorithms/entropy_target.py): the
+        # guard against a policy that collapses onto one action before it finds the reward (as
+        # on Acrobot: results/gym/before/). 0 is none; 0.3 is below the uniform entropy of any
+        # Discrete space of 2 actions or more (ln 2 = 0.69).
+        "learner_config_dict/entropy_target": trial.suggest_categorical(
+            "hp/entropy_target", [0.0, 0.1, 0.3]
+        ),
     }
 
 

@@ -57,6 +57,7 @@ COEFF_METRIC = "entropy_target_coeff"
 TARGET_METRIC = "entropy_target_now"
 MERGED_METRIC = "entropy_merged"
 COEFFS_ATTR = "_entropy_target_coeffs"  # on the learner: beta by module id
+NONE = 0.0  # the target that does nothing (no entropy is below it): a search space's "none"
 DEFAULT_RATE = 1e-4  # per update: 0.3 nats below the target adds 0.003 in 100 updates
 MAX_COEFF = 0.05
 
