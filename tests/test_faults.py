@@ -179,6 +179,55 @@ def test_a_half_deleted_checkpoint_is_passed_over(tmp_path):
     assert newest_checkpoint(fs, str(trial_dir)) is None
 
 
+def test_a_trial_whose_saved_state_names_no_checkpoint_goes_on_from_its_newest(tmp_path, capsys):
+    """No Ray: a driver killed after a trial's first checkpoints and before the next save of the
+    experiment state leaves a state naming none. The trial started over from nothing before,
+    though its folder held checkpoints; now it goes on from the newest whole one whose rows its
+    result.json holds, and numbers its next after it. A trial that never started (no folder
+    yet) and one whose folder holds none are left to start as they are."""
+    import types
+
+    import pyarrow.fs as pafs
+
+    from sweeps.harness.recovery import CHECKPOINT_METRICS_FILE, CheckpointGuard, restart_iteration
+
+    trial_dir = tmp_path / "exp" / "trial_0"
+    for index, iteration in [(0, 2), (1, 4), (2, 6)]:
+        folder = trial_dir / f"checkpoint_{index:06d}"
+        folder.mkdir(parents=True)
+        (folder / CHECKPOINT_METRICS_FILE).write_text(json.dumps({"training_iteration": iteration}))
+    (trial_dir / "result.json").write_text("".join(_row(i) for i in range(1, 6)))  # rows to 5
+
+    class Pending(types.SimpleNamespace):
+        """A pending Tune trial: its latest checkpoint is its checkpoint manager's."""
+
+        @property
+        def latest_checkpoint_result(self):
+            return self.run_metadata.checkpoint_manager._latest_checkpoint_result
+
+    def as_pending(name: str | None) -> Pending:
+        manager = types.SimpleNamespace(_latest_checkpoint_result=None, _checkpoint_results=[])
+        storage = types.SimpleNamespace(
+            storage_filesystem=pafs.LocalFileSystem(),
+            trial_dir_name=name,
+            trial_fs_path=str(tmp_path / "exp" / (name or "")),
+            current_checkpoint_index=0,
+        )
+        return Pending(
+            trial_id=name or "new", status="PENDING", storage=storage,
+            run_metadata=types.SimpleNamespace(checkpoint_manager=manager),
+        )  # fmt: skip
+
+    trial, new, empty = as_pending("trial_0"), as_pending(None), as_pending("trial_1")
+    (tmp_path / "exp" / "trial_1").mkdir()
+    CheckpointGuard().on_step_begin(0, [trial, new, empty])
+    latest = trial.latest_checkpoint_result
+    assert latest.checkpoint.path == str(trial_dir / "checkpoint_000001")  # iteration 4: rows to 5
+    assert restart_iteration(trial) == 4 and trial.storage.current_checkpoint_index == 1
+    assert "the saved state names no checkpoint" in capsys.readouterr().out
+    assert new.latest_checkpoint_result is None and empty.latest_checkpoint_result is None
+
+
 # ------------------------------------------------------------------------------------------------
 # The Optuna study: journal file by default for a path, loadable after a kill, nothing RUNNING
 # ------------------------------------------------------------------------------------------------

@@ -676,8 +676,8 @@ def test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one(tmp_pat
 
         def two_checkpoints() -> bool:
             """Two whole checkpoints, and an experiment state saved after the first of them, so
-            that the state names a checkpoint (a state saved before any names none: the resume
-            then starts the trial afresh, and there is nothing to repair)."""
+            that the state names a checkpoint (a state saved before any names none: the other
+            repair, tests/test_faults.py)."""
             found = [p for t in _trials(experiment) for p in t.glob("checkpoint_*")]
             whole = sorted(p / CHECKPOINT_METRICS_FILE for p in found)
             whole = [m for m in whole if m.exists()]

@@ -215,7 +215,10 @@ class CheckpointGuard(Callback):
     (``on_checkpoint``), and a pending trial whose checkpoint is gone or lacks a listed file is
     pointed, before it starts, at the newest whole one in its folder whose rows its result.json
     holds: it goes on from there, its clock and counters restored. With none, it starts over.
-    Tune's checkpoint manager is changed through ``sweeps.seams.checkpointing``.
+    A trial whose saved state names no checkpoint at all (the driver killed after its first
+    checkpoint and before the next save of the state) goes on from the newest whole one in its
+    folder the same way, and starts over only without one. Tune's checkpoint manager is changed
+    through ``sweeps.seams.checkpointing``.
     """
 
     def __init__(self) -> None:
@@ -244,6 +247,7 @@ class CheckpointGuard(Callback):
     def _repair(self, trial: Any) -> None:
         latest = trial.latest_checkpoint_result
         if latest is None or latest.checkpoint is None:
+            self._newer_than_none(trial)
             return
         checkpoint = latest.checkpoint
         key = (trial.trial_id, checkpoint.path)
@@ -254,30 +258,49 @@ class CheckpointGuard(Callback):
         if fs.get_file_info(checkpoint.path).type != pafs.FileType.NotFound:
             if _metrics_if_whole(fs, checkpoint.path) is not None:
                 return
-        manager = trial.run_metadata.checkpoint_manager
         trial_dir = str(PurePosixPath(checkpoint.path).parent)
+        gone = PurePosixPath(checkpoint.path).name
+        why = f"its checkpoint {gone} is gone or half deleted"
+        if self._restart_from_newest(trial, fs, trial_dir, why):
+            return
+        checkpointing.forget_checkpoints(trial.run_metadata.checkpoint_manager)
+        print(
+            f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (or half deleted) "
+            "and no newer one has its metrics and rows: it starts over",
+            flush=True,
+        )
+
+    def _newer_than_none(self, trial: Any) -> None:
+        """A trial whose saved state names no checkpoint: one its folder holds all the same (a
+        driver killed after the trial's first checkpoint and before the next save of the state)
+        is where it goes on from, not from nothing over its own checkpoints."""
+        key = (trial.trial_id, "")
+        storage = getattr(trial, "storage", None)
+        if key in self._checked or storage is None or storage.trial_dir_name is None:
+            return  # (a trial that never started has no folder yet)
+        self._checked.add(key)
+        fs, trial_dir = storage.storage_filesystem, storage.trial_fs_path
+        self._restart_from_newest(trial, fs, trial_dir, "the saved state names no checkpoint")
+
+    def _restart_from_newest(self, trial: Any, fs: Any, trial_dir: str, why: str) -> bool:
+        """Point ``trial`` at the newest whole checkpoint in ``trial_dir`` whose rows its
+        result.json holds; False where there is none."""
         logged = last_logged_iteration(fs, f"{trial_dir}/{EXPR_RESULT_FILE}")
         found = newest_checkpoint(fs, trial_dir, up_to=logged)
-        gone = PurePosixPath(checkpoint.path).name
         if found is None:
-            checkpointing.forget_checkpoints(manager)
-            print(
-                f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone (or half deleted) "
-                "and no newer one has its metrics and rows: it starts over",
-                flush=True,
-            )
-            return
+            return False
         path, index, metrics = found
+        manager = trial.run_metadata.checkpoint_manager
         checkpointing.restart_from(manager, Checkpoint(path, filesystem=fs), metrics)
         trial.storage.current_checkpoint_index = index  # its next checkpoint: index + 1
         self._checked.add((trial.trial_id, path))
         print(
-            f"[sweep] trial {trial.trial_id}: its checkpoint {gone} is gone or half deleted "
-            "(deleted after the last saved experiment state); it restarts from "
-            f"{PurePosixPath(path).name} "
+            f"[sweep] trial {trial.trial_id}: {why} (a driver killed before the next saved "
+            f"experiment state); it restarts from {PurePosixPath(path).name} "
             f"(iteration {metrics[TRAINING_ITERATION]})",
             flush=True,
         )
+        return True
 
 
 def newest_checkpoint(
