@@ -154,6 +154,15 @@ OVERRIDES = "hp/--set"  # the overrides' place among the recipe's values (a labe
 RECIPE_LABEL_CHARS = 60  # longer differences name the recipe by its first experiment instead
 
 
+def _differs(values: pd.Series) -> bool:
+    """Whether the runs' values of one recipe column (as ``readable`` shows them) differ. A
+    hyperparameter a run has no value for ("—": the run predates the search parameter, added to
+    the space later) is no difference; for the overrides, "—" is a value: none given."""
+    if values.name != OVERRIDES:
+        values = values[values != "—"]
+    return values.nunique() > 1
+
+
 def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
     """What tells apart benchmark trials of one algorithm at one runner count that ran different
     hyperparameters (a recipe changed between runs of record): the values that differ, or, where
@@ -171,7 +180,7 @@ def _recipe_suffixes(chosen: pd.DataFrame) -> pd.Series:
         return suffix
     for _, group in benchmarks.groupby(["env", "variant", "config"], dropna=False, sort=False):
         recipes = values.loc[group.index]
-        differ = [c for c in hp if recipes[c].nunique() > 1]
+        differ = [c for c in hp if _differs(recipes[c])]
         if not differ:
             continue
         named = recipes[differ].rename(columns=lambda c: c.removeprefix(HP_PREFIX))

@@ -558,6 +558,30 @@ def test_benchmarks_of_different_recipes_are_different_configurations(tmp_path):
     }
 
 
+def test_a_run_that_predates_a_search_parameter_pools_with_the_runs_that_draw_it(tmp_path):
+    """A search parameter added to a space later (the generic IMPALA/APPO space's entropy floor)
+    has no column value in the runs made before it: that is no difference of recipe, so the
+    seeds of the defaults run either side of the change pool; a value that differs still does."""
+    curve = dict(returns=RISING, greedy=RISING)
+    for name, hp, seed in (
+        ("old_s0", {"lr": 1e-3}, 0),
+        ("new_s1", {"lr": 1e-3, "entropy_target": 0.0}, 1),
+        ("new_s2", {"lr": 1e-3, "entropy_target": 0.0}, 2),
+        ("floor_s0", {"lr": 1e-3, "entropy_target": 0.3}, 0),
+    ):
+        trial = dict(hp=hp, seed=seed, **curve)
+        write_experiment(tmp_path / name[:3], name, [trial], hyperparameters=list(hp))
+    pooled = collect.gather([str(tmp_path / "old"), str(tmp_path / "new")]).runs
+    trials = tables.select_configurations(pooled).drop_duplicates(tables.TRIAL_KEY)
+    assert set(trials["config"]) == {"dqn · 1 runner"}
+    runs = collect.gather([str(tmp_path / "new"), str(tmp_path / "flo")]).runs
+    trials = tables.select_configurations(runs).drop_duplicates(tables.TRIAL_KEY)
+    assert trials.groupby("config").size().to_dict() == {
+        "dqn · 1 runner · entropy_target 0": 2,
+        "dqn · 1 runner · entropy_target 0.3": 1,
+    }
+
+
 def test_a_set_setting_outside_the_hyperparameters_is_a_recipe_of_its_own(tmp_path):
     """``--set learner_config_dict=...`` is not a recorded hyperparameter of the generic
     sweeps: two runs of one seed that differ only there are two recipes (before the overrides
