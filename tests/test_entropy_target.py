@@ -64,6 +64,7 @@ def test_a_bad_target_is_one_clear_error(settings, words):
     with pytest.raises(ValueError, match=words):
         check_target(settings)
     assert check_target({}) is None
+    assert check_target({"entropy_target": 0.0}) is None  # none: a search space's "no floor"
     assert check_target({"entropy_target": 0.3}) == Target(((0.0, 0.3),), 1e-4, "env_steps")
 
 

@@ -73,9 +73,9 @@ class Target(NamedTuple):
 
 
 def check_target(settings: dict[str, Any] | None) -> Target | None:
-    """The entropy target in ``learner_config_dict`` (None if no target is set): its schedule
-    of ``(env steps or training return, nats)`` points (a number is the one point
-    ``(0, number)``), its rate and what its points count. A ValueError names a target that is
+    """The entropy target in ``learner_config_dict`` (None if no target is set, or a target of
+    0, ``NONE``): its schedule of ``(env steps or training return, nats)`` points (a number is
+    the one point ``(0, number)``), its rate and what its points count. A ValueError names a target that is
     neither a number >= 0 nor a schedule of such numbers at increasing points (by env steps:
     from step 0), a rate that is not > 0, or an ``entropy_target_by`` other than ``"env_steps"``
     or ``"return"``."""
@@ -95,6 +95,8 @@ def check_target(settings: dict[str, Any] | None) -> Target | None:
     if _is_number(target):
         if target < 0:
             raise ValueError(f"learner_config_dict[{TARGET_KEY!r}] must be >= 0, got {target!r}")
+        if target == NONE:  # no entropy is below it: the learner as it is, nothing logged
+            return None
         return Target(((0.0, float(target)),), float(rate), by)
     return Target(_check_schedule(target, by), float(rate), by)
 
