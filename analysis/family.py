@@ -41,7 +41,8 @@ def family_section(
         "Per env, each algorithm's best configuration: seeds that reached the env's target "
         "and the median time to it over all seeds ('≥': some missed, counted at their budget); "
         "*collapsed k*: on k seeds the training return ended below the random policy's after "
-        "having been above it. *fastest*: most seeds at the target, then the shortest median.",
+        "having been above it (each by more than its own step-to-step noise). *fastest*: most "
+        "seeds at the target, then the shortest median.",
         "",
     ]
     groups = (

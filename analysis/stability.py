@@ -116,7 +116,8 @@ def collapse_line(w: Workload, references: pd.DataFrame | None) -> list[str]:
     return [
         f"**Collapsed**: {', '.join(fell)}: the training return ended below the random "
         f"policy's {fmt_float(random)} after having been above it (the mean of the last "
-        f"{COLLAPSE_TAIL} results): learning fell apart there; see *Stability*.",
+        f"{COLLAPSE_TAIL} results; each by more than the return's own step-to-step noise): "
+        "learning fell apart there; see *Stability*.",
         "",
     ]
 

@@ -75,10 +75,10 @@ class Target(NamedTuple):
 def check_target(settings: dict[str, Any] | None) -> Target | None:
     """The entropy target in ``learner_config_dict`` (None if no target is set, or a target of
     0, ``NONE``): its schedule of ``(env steps or training return, nats)`` points (a number is
-    the one point ``(0, number)``), its rate and what its points count. A ValueError names a target that is
-    neither a number >= 0 nor a schedule of such numbers at increasing points (by env steps:
-    from step 0), a rate that is not > 0, or an ``entropy_target_by`` other than ``"env_steps"``
-    or ``"return"``."""
+    the one point ``(0, number)``), its rate and what its points count. A ValueError names a
+    target that is neither a number >= 0 nor a schedule of such numbers at increasing points
+    (by env steps: from step 0), a rate that is not > 0, or an ``entropy_target_by`` other than
+    ``"env_steps"`` or ``"return"``."""
     settings = settings or {}
     target = settings.get(TARGET_KEY)
     rate = settings.get(RATE_KEY, DEFAULT_RATE)

@@ -269,9 +269,10 @@ class ProgressCallback(budget.SweepClock):
     by the sweep's time budget when that had run out.
 
     ``random_return`` (a generic env's random policy, measured at the run's start): a trial
-    whose training return ends below it after having been above it (``collapse.ended_below``,
-    the report's rule) gets a line when it happens, "collapsed" in the table, and a count in
-    the sweep's line; another line if it climbs back."""
+    whose training return ends below it after having been above it, each by more than the
+    return's own noise (``collapse.ended_below``, the report's rule) gets a line when it
+    happens, "collapsed" in the table, and a count in the sweep's line; another line if it
+    climbs back."""
 
     COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "% opt", "steps/s")
 
@@ -439,7 +440,8 @@ class ProgressCallback(budget.SweepClock):
             self._collapsed.discard(trial_id)
             self._print(
                 f"[sweep] trial {trial_id} recovered at {steps} env steps: its training return "
-                f"{end:.1f} is above the random policy's {self._random:.1f} again"
+                f"{end:.1f} is no longer below the random policy's {self._random:.1f} by more "
+                "than its own noise"
             )
 
     def on_trial_complete(self, iteration, trials, trial, **info):
