@@ -11,6 +11,7 @@ with the best greedy return it got to, and below, each trial's values.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,41 +48,37 @@ def _reached_rows(table: Path) -> tuple[Any, Any, Any]:
     return ttt[ttt["signal"] == w.signal], ttt[ttt["signal"] == "greedy_return"], runs
 
 
-def outcomes(table: Path, budget_s: float) -> list[Pair]:
-    """Each seed of a benchmark's collected ``table``: whether it reached its target (the
-    report's rule: the confirmed target where the runs confirm it) within ``budget_s`` of
-    training, and when."""
-    rows, _, _ = _reached_rows(table)
-    return [
-        (bool(r["reached"]) and float(r["train_time_s"]) <= budget_s, float(r["train_time_s"]),
-         budget_s)
-        for _, r in rows.iterrows()
-    ]  # fmt: skip
-
-
-def cells(table: Path, budget_s: float) -> list[str]:
-    """Each seed of ``table`` as the page shows it: its time to the target, ``late (N s)`` where
-    it got there after ``budget_s`` (a run of record of the full budget), else ``miss`` and the
-    best greedy return it reached, and where that crossed the target, when it first did: the
-    seeded games that confirm a target never confirmed it."""
+def judged(table: Path, budget_s: float) -> list[tuple[Pair, str]]:
+    """Each seed of a benchmark's collected ``table``, read once: whether it reached its target
+    (the report's rule: the confirmed target where the runs confirm it) within ``budget_s`` of
+    training, and when; and its cell as the page shows it: its time to the target, ``late (N
+    s)`` where it got there after ``budget_s`` (a run of record of the full budget), else
+    ``miss`` and the best greedy return it reached, and where that crossed the target, when it
+    first did: the seeded games that confirm a target never confirmed it."""
     rows, crossings, runs = _reached_rows(table)
     best = runs.groupby("trial_id")["greedy_return"].max() if "greedy_return" in runs else {}
     crossed = crossings[crossings["reached"].astype(bool)].set_index("trial_id")["train_time_s"]
     out = []
     for _, r in rows.iterrows():
         seconds = float(r["train_time_s"])
-        if bool(r["reached"]):
-            out.append(f"{seconds:.1f} s" if seconds <= budget_s else f"late ({seconds:.0f} s)")
-            continue
+        pair = (bool(r["reached"]) and seconds <= budget_s, seconds, budget_s)
         greedy = best.get(r["trial_id"])
-        if greedy is None or greedy != greedy:
-            out.append("miss")
+        if bool(r["reached"]):
+            cell = f"{seconds:.1f} s" if seconds <= budget_s else f"late ({seconds:.0f} s)"
+        elif greedy is None or math.isnan(greedy):
+            cell = "miss"
         elif r["trial_id"] in crossed.index and r["signal"] != "greedy_return":
             first = float(crossed[r["trial_id"]])
-            out.append(f"miss (best {greedy:.1f}; crossed at {first:.0f} s, never confirmed)")
+            cell = f"miss (best {greedy:.1f}; crossed at {first:.0f} s, never confirmed)"
         else:
-            out.append(f"miss (best {greedy:.1f})")
+            cell = f"miss (best {greedy:.1f})"
+        out.append((pair, cell))
     return out
+
+
+def outcomes(table: Path, budget_s: float) -> list[Pair]:
+    """Each seed of ``table``: reached within ``budget_s``, when, and the budget (``judged``)."""
+    return [pair for pair, _ in judged(table, budget_s)]
 
 
 def _number(value: Any) -> str:
@@ -131,9 +128,9 @@ def page(
             if table is None:
                 shown.append(NOT_RUN)
                 continue
-            budget = env.budget_s * scale
-            pairs += outcomes(table, budget)
-            shown.append(" / ".join(cells(table, budget)) or NOT_RUN)
+            seeds = judged(table, env.budget_s * scale)
+            pairs += [pair for pair, _ in seeds]
+            shown.append(" / ".join(cell for _, cell in seeds) or NOT_RUN)
         state = "—" if trial is None else trial.state.name.lower()
         lines.append("| " + " | ".join([tag, state, f"{score(pairs):.3f}", *shown]) + " |")
         if trial is not None:

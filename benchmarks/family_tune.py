@@ -295,7 +295,7 @@ class Study:
         self.save(f"{tag} on {env.env}", table)
         return table
 
-    def write_page(self, command: str) -> Path | None:
+    def write_page(self) -> Path | None:
         """The study's page (``STUDY.md``, ``benchmarks/family_study.py``) from its journal and
         tables as they are; None before the journal exists."""
         import optuna
@@ -309,7 +309,8 @@ class Study:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         url = storage.optuna_storage(str(journal))
         study = optuna.load_study(study_name=self.name, storage=url)
-        text = page(self.name, self.envs, self.scale, study.get_trials(), self.recorded, command)
+        trials = study.get_trials()
+        text = page(self.name, self.envs, self.scale, trials, self.recorded, self.command)
         atomic_write_text(self.record / PAGE, text)
         return self.record / PAGE
 
@@ -317,7 +318,7 @@ class Study:
         """Regenerate the study's page; commit it, the journal and ``paths`` (with
         ``commit``)."""
         try:
-            self.write_page(self.command)
+            self.write_page()
         except Exception as e:  # (a view of the study: drawing it never stops the study)
             print(f"[tune] the study's page was not written: {type(e).__name__}: {e}", flush=True)
         if not self.commit:
@@ -374,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         flush=True,
     )
     if args.page:
-        written = study.write_page(study.command)
+        written = study.write_page()
         if written is None:
             parser.error(f"no study in {study.record} (its {JOURNAL} is missing)")
         print(f"[tune] {written}")
