@@ -25,8 +25,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 class _FakeTrial:
+    _ids = iter(range(1_000_000))
+
     def __init__(self, status: str) -> None:
         self.status = status
+        self.trial_id = f"t{next(self._ids)}"
 
 
 @pytest.fixture
@@ -80,6 +83,25 @@ def test_cap_stops_the_sweep_as_ctrl_c_does_and_notes_how_far_it_got(armed):
         cap.on_step_begin(0, trials)  # once
         assert raised == [signal.SIGUSR1]
         assert cap.get_state()["elapsed_s"] >= 50.0
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_trial_whose_last_result_was_on_its_way_at_the_cut_counts_as_ended(armed):
+    # Tune processes results already in flight before it stops: a trial running at the cut may
+    # end then, and the record must say so (the folders hold its last, "done" row).
+    previous = signal.signal(signal.SIGUSR1, lambda *a: None)
+    try:
+        cap = budget.WallClockCap(planned=4)
+        running = [_FakeTrial(Trial.RUNNING), _FakeTrial(Trial.RUNNING)]
+        armed(0.0)
+        cap.on_step_begin(0, [_FakeTrial(Trial.TERMINATED), *running])
+        assert (budget.at_cut().ended, budget.at_cut().running) == (1, 2)
+        cap.on_trial_complete(0, [], trial=running[0])
+        cap.on_trial_complete(0, [], trial=running[0])  # once
+        cap.on_trial_error(0, [], trial=_FakeTrial(Trial.ERROR))  # not running at the cut
+        cut = budget.at_cut()
+        assert (cut.ended, cut.running, cut.ran, cut.never_started) == (2, 1, 3, 1)
     finally:
         signal.signal(signal.SIGUSR1, previous)
 
@@ -184,12 +206,14 @@ def _experiment_state(experiment: Path) -> dict[str, str]:
 def test_main_job_cut_short_then_finished_by_its_printed_command(tmp_path, ray_session):
     address = ray_session.get_runtime_context().gcs_address
     experiment = tmp_path / "cut"
-    planned = 3
+    # Four trials and a 20-s cap: the first one runs within it on the slowest box, and four have
+    # never fitted in it on the fastest (three fitted in 25 s).
+    planned = 4
     argv = [
         *("--storage-path", str(tmp_path), "--name", "cut", "--num-samples", str(planned)),
         *("--stop-timesteps", "3000", "--grace-period", "1000", "--eval-episodes", "1"),
         *("--final-episodes", "5", "--checkpoint-freq", "1", "--progress-interval-s", "600"),
-        *("--time-budget-s", "25", "--address", address),
+        *("--time-budget-s", "20", "--address", address),
     ]
     first = subprocess.run(
         [sys.executable, "sweeps/apex_cabs.py", *argv],
@@ -202,7 +226,7 @@ def test_main_job_cut_short_then_finished_by_its_printed_command(tmp_path, ray_s
     assert first.returncode == 0, out[-3000:] + first.stderr[-3000:]
     # The summary's first line says so, and how far it got.
     summary = out[out.rindex("\n\n") + 2 :].splitlines()
-    match = re.match(r"\[sweep\] cut short: (\d) of 3 trials ran \(", summary[0])
+    match = re.match(rf"\[sweep\] cut short: (\d) of {planned} trials ran \(", summary[0])
     assert match, "\n".join(summary)
     ran = int(match.group(1))
     assert 1 <= ran < planned

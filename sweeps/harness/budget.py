@@ -24,7 +24,7 @@ import math
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +44,10 @@ CUT_SHORT = threading.Event()
 # Tune starts: a resume's --time-budget-s replaces the recorded one, which the pickled callback
 # could not learn otherwise.
 _CAP_S: list[float | None] = [None]
-# What the sweep had run when the cap stopped it (WallClockCap, at the cut).
+# What the sweep had run when the cap stopped it (WallClockCap, at the cut), and the ids of the
+# trials running then (one whose last result was already on its way ends after the cut).
 _AT_CUT: list[CutShort | None] = [None]
+_RUNNING_AT_CUT: set[str] = set()
 # A larger budget is suggested with this margin over the extrapolated need, in whole minutes.
 RESUME_MARGIN = 1.25
 # The default cap is at least this many times the plan's predicted wall-clock: a safety net for
@@ -127,6 +129,7 @@ def arm(cap_s: float | None) -> None:
     """This call's cap (the runner's, before Tune starts); clears a previous call's cut."""
     _CAP_S[0] = cap_s
     _AT_CUT[0] = None
+    _RUNNING_AT_CUT.clear()
     CUT_SHORT.clear()
 
 
@@ -186,13 +189,31 @@ class WallClockCap(SweepClock):
         if recovery.INTERRUPTED.is_set():  # a Ctrl-C got there first: an interruption
             return
         ended = sum(t.status in (Trial.TERMINATED, Trial.ERROR) for t in trials)
-        running = sum(t.status in (Trial.RUNNING, Trial.PAUSED) for t in trials)
-        _AT_CUT[0] = CutShort(self._planned, ended, running, self.elapsed_s(), cap)
+        running = [t.trial_id for t in trials if t.status in (Trial.RUNNING, Trial.PAUSED)]
+        _AT_CUT[0] = CutShort(self._planned, ended, len(running), self.elapsed_s(), cap)
+        _RUNNING_AT_CUT.update(running)
         CUT_SHORT.set()
         print(f"[sweep] {_AT_CUT[0].line()}; stopping as a Ctrl-C stops it", flush=True)
         # Tune's own stop (ray.tune.tune._setup_signal_catching): it saves the experiment state
         # and returns; the trials stay resumable.
         signal.raise_signal(signal.SIGUSR1)
+
+    def on_trial_complete(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any):
+        _ended_after_cut(trial)
+
+    def on_trial_error(self, iteration: int, trials: list[Trial], trial: Trial, **info: Any):
+        _ended_after_cut(trial)
+
+
+def _ended_after_cut(trial: Trial) -> None:
+    """A trial counted running at the cut whose last result, on its way then, ended it while
+    Tune stopped: ended, not to go on at --resume (Tune's stop at the end of an experiment
+    calls no ``on_trial_complete``, so only a trial that really ended comes here)."""
+    cut = _AT_CUT[0]
+    if cut is None or trial.trial_id not in _RUNNING_AT_CUT:
+        return
+    _RUNNING_AT_CUT.discard(trial.trial_id)
+    _AT_CUT[0] = replace(cut, ended=cut.ended + 1, running=cut.running - 1)
 
 
 def clock(seconds: float) -> str:
