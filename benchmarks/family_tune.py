@@ -30,6 +30,12 @@ them. The defaults' runs are the family's runs of record where those are collect
 (``results/gym/before``, seed for seed: a run that reached its target after the scaled budget
 counts as a miss), run here only where they are not.
 
+To stop it before its hours, ``kill PID`` (SIGTERM) the tuner, then its running sweep: the trial
+it was on is tried again by the next command, and the stopped run (never collected) is set aside
+as ``<folder>.unfinished-<time>`` and run again. A run that a signal stopped (the benchmark's
+exit 130) is never counted as a miss. (A tuner started with ``nohup ... &`` from a script
+ignores SIGINT, as every process started that way.)
+
 Results to expect
 -----------------
 ``<record>/<name>/`` (``results/gym/tune/<algo>`` by default): ``study.journal`` (the Optuna
@@ -69,7 +75,8 @@ MAX_TRIES = 3  # a trial's tries, counting the runs that a kill or --hours cut s
 
 
 class OutOfHours(Exception):
-    """The next run would end after ``--hours``."""
+    """The next run would end after ``--hours``, or a run was stopped before its end: the trial
+    is left unfinished, to be tried again (with the runs it finished) by the next command."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,10 +230,15 @@ def retry_unfinished(study: Any) -> list[str]:
     trials = study.get_trials(deepcopy=False)
     failed = Counter(t.user_attrs.get("tag") for t in trials if t.state == TrialState.FAIL)
     settled = {t.user_attrs.get("tag") for t in trials if t.state != TrialState.FAIL}
+    # values a trial has already been judged on: a failed trial that drew them again is not
+    # asked again (a sampler that repeated a draw: see _sampler)
+    judged = [t.params for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     again = []
     for t in trials:
         tag = t.user_attrs.get("tag")
         if t.state != TrialState.FAIL or not tag or tag in settled or failed[tag] >= MAX_TRIES:
+            continue
+        if t.params in judged:
             continue
         study.enqueue_trial(t.params, user_attrs={"tag": tag})
         settled.add(tag)
@@ -287,8 +299,14 @@ class Study:
         if self.deadline is not None and time.monotonic() + need > self.deadline:
             raise OutOfHours(f"{tag} on {env.env} takes up to {need / 3600:.1f} h")
         argv = self.benchmark_argv(tag, env, sets)
+        folder = self.folder / f"{tag}-{env.slug}"
+        if folder.exists():  # a run stopped before its end, never collected: not resumed
+            aside = folder.with_name(f"{folder.name}.unfinished-{time.strftime('%Y%m%d-%H%M%S')}")
+            folder.rename(aside)
+            print(f"[tune] {tag} on {env.env}: its unfinished run set aside in {aside}")
         print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
-        benchmark.main(argv)  # a failed run counts as its seeds missing
+        if benchmark.main(argv) == benchmark.INTERRUPTED_RC:  # else a failed run is a miss
+            raise OutOfHours(f"{tag} on {env.env} was stopped before its end")
         table = self.table(tag, env)
         if not collected(self.folder / f"{tag}-{env.slug}", table):
             return None
@@ -388,6 +406,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _tune(study)
 
 
+def _sampler(seed: int, asked: int) -> Any:
+    """The study's TPE sampler, seeded by ``--seed`` and the trials the study has asked so far.
+    A sampler seeded by ``--seed`` alone restarts its random stream with each command, and its
+    first random draws (TPE's first 10 trials are random) repeat the first command's: the study
+    asked trial 1's values again as its trial 4. Seeded this way the draws follow from the seed
+    and the study's history, and differ between commands."""
+    import optuna
+
+    return optuna.samplers.TPESampler(seed=seed * 1_000_003 + asked)
+
+
 def _tune(runs: Study) -> int:
     import optuna
     from optuna.trial import TrialState
@@ -404,10 +433,10 @@ def _tune(runs: Study) -> int:
         study_name=name,
         storage=storage.optuna_storage(url),
         direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=runs.seed),
         pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
         load_if_exists=True,
     )
+    study.sampler = _sampler(runs.seed, len(study.get_trials(deepcopy=False)))
     close_stale_study_trials(url, name)  # a trial a killed run left open
     for values in runs.enqueued:  # once: the same values again are not asked twice
         study.enqueue_trial(values, skip_if_exists=True)

@@ -40,6 +40,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from envs import observation_scale
+
 ALE_PREFIX = "ALE/"
 
 
@@ -154,8 +156,14 @@ def kind_of(name: str) -> str:
 
 def make(name: str, env_config: Mapping[str, Any] | None = None) -> Any:
     """One env (for an ALE id with ``num_envs`` in the config: a vector env of that many games,
-    as RLlib's vector entry point asks for)."""
+    as RLlib's vector entry point asks for); the config's ``obs_scale`` is the suite's
+    (``envs/observation_scale.py``): the env gets the rest, and is wrapped with it."""
     config = dict(env_config or {})
+    scale = config.pop(observation_scale.KEY, "none")  # the suite's, not the env's
+    return observation_scale.wrap(_make(name, config), scale)
+
+
+def _make(name: str, config: dict[str, Any]) -> Any:
     kind = kind_of(name)
     if kind == "entry_point":
         target = _entry_point(name)

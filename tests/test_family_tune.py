@@ -182,6 +182,55 @@ def test_a_trial_that_keeps_failing_is_left_after_its_tries():
     assert again.params == trial.params and again.user_attrs["tag"] == "t0"
 
 
+def test_a_failed_trial_whose_values_were_judged_already_is_not_asked_again():
+    import optuna
+    from optuna.trial import TrialState
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+    study = optuna.create_study(direction="maximize")
+    judged = study.ask(space)
+    judged.set_user_attr("tag", "t1")
+    study.tell(judged, 1.0)
+    study.enqueue_trial(judged.params)  # a draw repeated by the sampler, then stopped
+    repeat = study.ask(space)
+    repeat.set_user_attr("tag", "t4")
+    study.tell(repeat, state=TrialState.FAIL)
+    assert repeat.params == judged.params
+    assert family_tune.retry_unfinished(study) == []
+
+
+def test_each_command_s_sampler_draws_anew_and_reproducibly():
+    # Seeded by --seed alone, each command's first random draw was the first command's again.
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space = {"lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+
+    def first_draw(asked: int) -> float:
+        study = optuna.create_study(direction="maximize", sampler=family_tune._sampler(0, asked))
+        return study.ask(space).params["lr"]
+
+    assert first_draw(0) == first_draw(0)
+    assert len({first_draw(0), first_draw(3), first_draw(5)}) == 3
+
+
+def test_a_run_stopped_before_its_end_leaves_the_trial_unfinished_and_is_set_aside(
+    tmp_path, monkeypatch, capsys
+):
+    from sweeps import benchmark
+
+    monkeypatch.setattr(benchmark, "main", lambda argv: benchmark.INTERRUPTED_RC)
+    study = _study(tmp_path)
+    cartpole = study.envs[0]
+    left = study.folder / f"t0-{cartpole.slug}"  # a run a kill left behind, never collected
+    left.mkdir(parents=True)
+    with pytest.raises(family_tune.OutOfHours, match="stopped before its end"):
+        study.run("t0", cartpole, [])  # not a miss: the trial is tried again
+    assert not left.exists() and len(list(study.folder.glob(f"{left.name}.unfinished-*"))) == 1
+    assert "its unfinished run set aside" in capsys.readouterr().out
+
+
 def test_a_trial_to_try_first_is_checked_against_the_space_and_asked_once(
     tmp_path, capsys, monkeypatch
 ):

@@ -66,6 +66,35 @@ def test_discrete_observations_are_flattened_vectors_are_not():
     assert cartpole.model_config["fcnet_hiddens"] == list(gym_family.HIDDENS)
 
 
+def test_observations_rescaled_by_the_env_s_own_bounds_where_it_asks():
+    import numpy as np
+
+    # MountainCar: position in [-1.2, 0.6], velocity in +-0.07, each to [-1, 1]; the key is the
+    # suite's, not the env's (gym.make would refuse it).
+    raw, scaled = (
+        envs.make("MountainCar-v0", {}),
+        envs.make("MountainCar-v0", {"obs_scale": "bounds"}),
+    )
+    assert scaled.observation_space == gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    (x, _), (y, _) = raw.reset(seed=3), scaled.reset(seed=3)
+    np.testing.assert_allclose(y, [2 * (x[0] + 1.2) / 1.8 - 1, x[1] / 0.07], rtol=1e-5, atol=1e-6)
+    for _ in range(50):
+        x, *_ = raw.step(2)
+        y, *_ = scaled.step(2)
+    assert scaled.observation_space.contains(y)
+    np.testing.assert_allclose(y, [2 * (x[0] + 1.2) / 1.8 - 1, x[1] / 0.07], rtol=1e-5, atol=1e-6)
+    # CartPole: the bounded position and angle rescaled, the unbounded velocities as they are.
+    cartpole = resolve("CartPole-v1", {"obs_scale": "bounds"}).observation_space
+    assert list(cartpole.low) == [-1.0, -np.inf, -1.0, -np.inf]
+    # Nothing to rescale (a Discrete, an image) or "none": the env as it is.
+    assert resolve("Taxi-v3", {"obs_scale": "bounds"}).observation_space == gym.spaces.Discrete(500)
+    assert resolve("MountainCar-v0", {"obs_scale": "none"}).observation_space.high[1] == np.float32(
+        0.07
+    )
+    with pytest.raises(ValueError, match=r"obs_scale='unit': expected one of none, bounds"):
+        resolve("CartPole-v1", {"obs_scale": "unit"})
+
+
 def test_random_reference_is_seeded_and_capped():
     a = random_returns(CORRIDOR, {}, 20, 0)
     assert a == random_returns(CORRIDOR, {}, 20, 0) and a["episodes"] == 20
