@@ -87,6 +87,13 @@ def _number(value: Any) -> str:
     return str(value)
 
 
+def _repeats(trial: Any, earlier: Any) -> bool:
+    """Whether ``trial`` drew exactly ``earlier``'s values, ``earlier`` being asked before it."""
+    if trial is None or earlier is None or earlier.number >= trial.number:
+        return False
+    return bool(trial.params) and trial.params == earlier.params
+
+
 def page(
     name: str,
     envs: Sequence[FamilyEnv],
@@ -132,6 +139,9 @@ def page(
             pairs += [pair for pair, _ in seeds]
             shown.append(" / ".join(cell for _, cell in seeds) or NOT_RUN)
         state = "—" if trial is None else trial.state.name.lower()
+        first = next((t for t, other in rows[1:] if _repeats(trial, other)), None)
+        if first is not None:  # the same values as an earlier trial: a measure of run-to-run noise
+            state += f" (a repeat of {first}'s values)"
         lines.append("| " + " | ".join([tag, state, f"{score(pairs):.3f}", *shown]) + " |")
         if trial is not None:
             values.append((tag, trial.params))

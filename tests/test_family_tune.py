@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -306,6 +307,28 @@ def test_the_study_s_page_shows_each_trial_env_by_env_and_its_values(tmp_path, m
         command,
     )
     assert re.search(r"\| defaults \| — \| 1\.\d{3} \| \d+\.\d s \| · \|", first_only)
+
+    # A trial that drew an earlier trial's values again says so (its runs measure the noise)
+    import optuna
+
+    space = {"hp/lr": optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)}
+
+    def made(number: int, lr: float, state: Any) -> Any:
+        trial = optuna.trial.create_trial(
+            params={"hp/lr": lr},
+            distributions=space,
+            state=state,
+            user_attrs={"tag": f"t{number}"},
+            value=1.0 if state == optuna.trial.TrialState.COMPLETE else None,
+        )
+        trial.number = number
+        return trial
+
+    done, stopped = optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL
+    trials = [made(1, 1e-3, done), made(2, 2e-3, done), made(4, 1e-3, stopped)]
+    repeated = family_study.page("appo", study.envs, 0.5, trials, lambda t, e: None, command)
+    assert "| t4 | fail (a repeat of t1's values) |" in repeated
+    assert "| t2 | complete |" in repeated and "| t1 | complete |" in repeated
 
 
 def test_the_page_of_a_study_that_is_not_there_is_one_line_and_exit_2(tmp_path, capsys):
