@@ -297,7 +297,9 @@ class Study:
 
         need = worst_case_s(env, self.scale)
         if self.deadline is not None and time.monotonic() + need > self.deadline:
-            raise OutOfHours(f"{tag} on {env.env} takes up to {need / 3600:.1f} h")
+            raise OutOfHours(
+                f"at the end of the hours: {tag} on {env.env} takes up to {need / 3600:.1f} h"
+            )
         argv = self.benchmark_argv(tag, env, sets)
         folder = self.folder / f"{tag}-{env.slug}"
         if folder.exists():  # a run stopped before its end, never collected: not resumed
@@ -306,7 +308,7 @@ class Study:
             print(f"[tune] {tag} on {env.env}: its unfinished run set aside in {aside}")
         print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
         if benchmark.main(argv) == benchmark.INTERRUPTED_RC:  # else a failed run is a miss
-            raise OutOfHours(f"{tag} on {env.env} was stopped before its end")
+            raise OutOfHours(f"by a signal: {tag} on {env.env} stopped before its end")
         table = self.table(tag, env)
         if not collected(self.folder / f"{tag}-{env.slug}", table):
             return None
@@ -462,10 +464,10 @@ def _tune(runs: Study) -> int:
     except OutOfHours as e:
         if trial is not None:  # tried again, with its runs, by the next command
             study.tell(trial, state=TrialState.FAIL)
-            runs.save(f"trial {trial.user_attrs['tag']} stopped at the end of the hours")
+            runs.save(f"trial {trial.user_attrs['tag']} stopped: {e}")
         finished = len(study.get_trials(deepcopy=False, states=done))
         print(
-            f"[tune] stopped at the end of the hours: {e}; {finished} of {runs.trials} trials "
+            f"[tune] stopped {e}; {finished} of {runs.trials} trials "
             "done. The same command goes on.",
             flush=True,
         )

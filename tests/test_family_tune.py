@@ -127,7 +127,7 @@ def test_a_trial_cut_short_is_tried_again_with_its_values_and_the_runs_it_finish
 
     def fake_run(self, tag, env, sets):
         if len(ran) == stop_after[0]:
-            raise family_tune.OutOfHours(f"{tag} on {env.env}")
+            raise family_tune.OutOfHours(f"at the end of the hours: {tag} on {env.env}")
         ran.append((tag, env.env))
         table = self.record / f"{tag}-{env.slug}.csv.gz"
         table.write_bytes((BEFORE / f"family-before-apex-s0-{env.slug}.csv.gz").read_bytes())
@@ -226,7 +226,9 @@ def test_a_run_stopped_before_its_end_leaves_the_trial_unfinished_and_is_set_asi
     cartpole = study.envs[0]
     left = study.folder / f"t0-{cartpole.slug}"  # a run a kill left behind, never collected
     left.mkdir(parents=True)
-    with pytest.raises(family_tune.OutOfHours, match="stopped before its end"):
+    with pytest.raises(
+        family_tune.OutOfHours, match="by a signal: t0 on CartPole-v1 stopped before its end"
+    ):
         study.run("t0", cartpole, [])  # not a miss: the trial is tried again
     assert not left.exists() and len(list(study.folder.glob(f"{left.name}.unfinished-*"))) == 1
     assert "its unfinished run set aside" in capsys.readouterr().out
