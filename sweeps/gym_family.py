@@ -182,6 +182,13 @@ def _sample_vtrace(trial: Any) -> dict[str, Any]:
         "learner_config_dict/entropy_target": trial.suggest_categorical(
             "hp/entropy_target", [0.0, 0.1, 0.3]
         ),
+        # The learning rate scaled by how far each minibatch moves the policy from the one that
+        # collected it (sweeps/algorithms/kl_lr.py, rl_games' rule): the other guard the issue
+        # names. 0 is none; rl_games' PPO targets 0.008-0.016 (the lag of an asynchronous
+        # learner counts here as movement).
+        "learner_config_dict/lr_kl_target": trial.suggest_categorical(
+            "hp/kl_target", [0.0, 0.01, 0.02]
+        ),
     }
 
 

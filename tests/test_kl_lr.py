@@ -35,7 +35,7 @@ def test_the_scale_falls_above_twice_the_target_and_rises_below_half_of_it():
     ("settings", "words"),
     [
         ({"lr_kl_target": "small"}, "must be a number"),
-        ({"lr_kl_target": 0}, "must be > 0"),
+        ({"lr_kl_target": -0.01}, "must be > 0"),
         ({"lr_kl_target": 0.01, "lr_kl_max_scale": 0.5}, "<= 1 <="),
         ({"lr_kl_target": 0.01, "lr_kl_min_scale": False}, "must be a number"),
     ],
@@ -44,6 +44,7 @@ def test_a_bad_kl_target_is_one_clear_error(settings, words):
     with pytest.raises(ValueError, match=words):
         check_kl_target(settings)
     assert check_kl_target({}) is None
+    assert check_kl_target({"lr_kl_target": 0}) is None  # a search space's "none"
     assert check_kl_target({"lr_kl_target": 0.01}) == (0.01, 0.1, MAX_SCALE)
 
 

@@ -50,6 +50,7 @@ SCALE_METRIC = "lr_kl_scale"
 RETURN_SCALE_METRIC = "lr_return_scale"
 KL_METRIC = "behaviour_kl"
 SCALES_ATTR = "_lr_kl_scales"  # on the learner: s by module id
+NONE = 0.0  # no target: the learner as it is (a search space's "none")
 FACTOR = 1.5  # rl_games' adaptive schedule
 MIN_SCALE = 0.1
 MAX_SCALE = 4.0
@@ -57,9 +58,10 @@ MAX_SCALE = 4.0
 
 def check_kl_target(settings: dict[str, Any] | None) -> tuple[float, float, float] | None:
     """The KL target and the scale's bounds in ``learner_config_dict`` (None if no target is
-    set); a ValueError names a value that is not a number > 0 or bounds that hold no 1."""
+    set, or a target of 0, ``NONE``); a ValueError names a value that is not a number > 0 or
+    bounds that hold no 1."""
     settings = settings or {}
-    if settings.get(TARGET_KEY) is None:
+    if settings.get(TARGET_KEY) is None or settings.get(TARGET_KEY) == NONE:
         return None
     values = (
         settings[TARGET_KEY],

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from sweeps.algorithms import entropy_target, reward_scale
+from sweeps.algorithms import entropy_target, kl_lr, reward_scale
 from sweeps.harness.space import ask_trial
 from sweeps.harness.sweep import SampleFn
 from sweeps.harness.values import dotted
@@ -29,6 +29,7 @@ from sweeps.harness.values import dotted
 LEARNER_DEFAULTS: dict[str, Any] = {
     f"learner_config_dict/{reward_scale.KEY}": reward_scale.DEFAULT,
     f"learner_config_dict/{entropy_target.TARGET_KEY}": entropy_target.NONE,
+    f"learner_config_dict/{kl_lr.TARGET_KEY}": kl_lr.NONE,
 }
 # Int parameters are searched this far beyond their range (out-of-range values are allowed in an
 # enqueued point; Optuna warns): --set train_batch_size=512 is 2**9 above a 2**5..2**8 space.
