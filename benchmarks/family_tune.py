@@ -221,10 +221,11 @@ def worst_case_s(env: FamilyEnv, scale: float) -> float:
     return env.budget_s * scale * family_records.WALL_PER_TRAIN_S + family_records.FIXED_S
 
 
-def retry_unfinished(study: Any) -> list[str]:
+def retry_unfinished(study: Any, filled: dict[str, Any] | None = None) -> list[str]:
     """Ask again for each trial that a kill or ``--hours`` left unfinished (FAIL), with its values
     and its tag, so that the runs it finished are reused; a tag tried ``MAX_TRIES`` times is
-    left failed. Returns the tags asked again."""
+    left failed. ``filled``: the values of parameters the space drew after the trial was drawn
+    (``gym_family.BEFORE_SEARCHED``), which its runs ran with. Returns the tags asked again."""
     from optuna.trial import TrialState
 
     trials = study.get_trials(deepcopy=False)
@@ -240,7 +241,8 @@ def retry_unfinished(study: Any) -> list[str]:
             continue
         if t.params in judged:
             continue
-        study.enqueue_trial(t.params, user_attrs={"tag": tag})
+        values = {**{k: v for k, v in (filled or {}).items() if k not in t.params}, **t.params}
+        study.enqueue_trial(values, user_attrs={"tag": tag})
         settled.add(tag)
         again.append(tag)
     return again
@@ -423,10 +425,11 @@ def _tune(runs: Study) -> int:
     import optuna
     from optuna.trial import TrialState
 
-    from sweeps.gym_family import SAMPLERS
+    from sweeps.gym_family import BEFORE_SEARCHED, SAMPLERS
     from sweeps.harness import storage
     from sweeps.harness.files import atomic_write_text
     from sweeps.harness.recovery import close_stale_study_trials
+    from sweeps.harness.space import ask_trial
 
     runs.record.mkdir(parents=True, exist_ok=True)
     url = str(runs.record / JOURNAL)
@@ -442,7 +445,8 @@ def _tune(runs: Study) -> int:
     close_stale_study_trials(url, name)  # a trial a killed run left open
     for values in runs.enqueued:  # once: the same values again are not asked twice
         study.enqueue_trial(values, skip_if_exists=True)
-    again = retry_unfinished(study)
+    space = ask_trial(SAMPLERS[runs.algo])[0].distributions
+    again = retry_unfinished(study, {k: v for k, v in BEFORE_SEARCHED.items() if k in space})
     if again:
         print(f"[tune] tried again, with the runs they finished: {', '.join(again)}", flush=True)
     done = (TrialState.COMPLETE, TrialState.PRUNED)

@@ -212,6 +212,15 @@ def sample_appo(trial: Any) -> dict[str, Any]:
 
 SAMPLERS = {"dqn": sample_dqn, "apex": sample_apex, "impala": sample_impala, "appo": sample_appo}
 
+# What a parameter added to the spaces after a study began stood at before it was drawn (the
+# setting the runs of a trial drawn earlier ran with): a trial of such a study that is tried again
+# goes on with it, so that the runs it finished and the values it records agree.
+BEFORE_SEARCHED: dict[str, Any] = {
+    "hp/reward_scale": 1.0,
+    "hp/entropy_target": 0.0,
+    "hp/kl_target": 0.0,
+}
+
 # ------------------------------------------------------------------------------------------------
 # Sweep defaults (a sweep's budget; the benchmark sets its own)
 # ------------------------------------------------------------------------------------------------

@@ -183,6 +183,22 @@ def test_a_trial_that_keeps_failing_is_left_after_its_tries():
     assert again.params == trial.params and again.user_attrs["tag"] == "t0"
 
 
+def test_a_trial_tried_again_after_the_space_grew_goes_on_as_its_runs_ran():
+    import optuna
+    from optuna.trial import TrialState
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    lr = optuna.distributions.FloatDistribution(1e-4, 1e-2, log=True)
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask({"hp/lr": lr})  # drawn before the space drew a KL target
+    trial.set_user_attr("tag", "t5")
+    study.tell(trial, state=TrialState.FAIL)
+    assert family_tune.retry_unfinished(study, {"hp/kl_target": 0.0}) == ["t5"]
+    kl = optuna.distributions.CategoricalDistribution([0.0, 0.01, 0.02])
+    again = study.ask({"hp/lr": lr, "hp/kl_target": kl})
+    assert again.params == {**trial.params, "hp/kl_target": 0.0}
+
+
 def test_a_failed_trial_whose_values_were_judged_already_is_not_asked_again():
     import optuna
     from optuna.trial import TrialState
