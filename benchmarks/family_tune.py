@@ -30,11 +30,10 @@ them. The defaults' runs are the family's runs of record where those are collect
 (``results/gym/before``, seed for seed: a run that reached its target after the scaled budget
 counts as a miss), run here only where they are not.
 
-To stop it before its hours, ``kill PID`` (SIGTERM) the tuner, then its running sweep: the trial
-it was on is tried again by the next command, and the stopped run (never collected) is set aside
-as ``<folder>.unfinished-<time>`` and run again. A run that a signal stopped (the benchmark's
-exit 130) is never counted as a miss. (A tuner started with ``nohup ... &`` from a script
-ignores SIGINT, as every process started that way.)
+To stop it before its hours: ``kill PID`` (SIGTERM), or Ctrl-C at its terminal. The tuner stops
+its running sweep cleanly and leaves the trial unfinished, to be tried again by the next
+command; the stopped run (never collected) is set aside as ``<folder>.unfinished-<time>`` and
+made again. A run that a signal stopped is never counted as a miss.
 
 Results to expect
 -----------------
@@ -52,8 +51,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
+import signal
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -77,6 +79,43 @@ MAX_TRIES = 3  # a trial's tries, counting the runs that a kill or --hours cut s
 class OutOfHours(Exception):
     """The next run would end after ``--hours``, or a run was stopped before its end: the trial
     is left unfinished, to be tried again (with the runs it finished) by the next command."""
+
+
+# Set by SIGTERM or SIGINT (``_stop``): no run starts after it, and the one running is stopped.
+STOPPING = threading.Event()
+
+
+def _sweeps() -> list[int]:
+    """The running benchmark's sweep: this process's children that run a ``sweeps.`` module
+    (Linux: /proc; not a git commit or the report's process)."""
+    me, found = os.getpid(), []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:  # a process that ended since the listing
+            continue
+        # (after the name: the state, then the parent's pid)
+        if int(fields[1]) == me and any(a.startswith(b"sweeps.") for a in argv):
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _stop(signum: int, frame: Any) -> None:
+    """SIGTERM to the tuner (``kill PID``): its running sweep gets SIGTERM and stops cleanly (its
+    experiment state saved), and the tuner leaves the trial unfinished, as at the end of its
+    hours; a killed tuner would leave its sweep running. SIGINT (Ctrl-C at a terminal, which
+    reaches the sweep too): the same, the sweep left to its own Ctrl-C."""
+    if STOPPING.is_set():
+        return
+    STOPPING.set()
+    print(f"[tune] {signal.Signals(signum).name}: stopping after the running sweep", flush=True)
+    if signum == signal.SIGTERM:
+        for pid in _sweeps():
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -297,6 +336,8 @@ class Study:
         ``deadline``."""
         from sweeps import benchmark
 
+        if STOPPING.is_set():
+            raise OutOfHours(f"by a signal: before {tag} on {env.env}")
         need = worst_case_s(env, self.scale)
         if self.deadline is not None and time.monotonic() + need > self.deadline:
             raise OutOfHours(
@@ -309,7 +350,8 @@ class Study:
             folder.rename(aside)
             print(f"[tune] {tag} on {env.env}: its unfinished run set aside in {aside}")
         print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
-        if benchmark.main(argv) == benchmark.INTERRUPTED_RC:  # else a failed run is a miss
+        rc = benchmark.main(argv)
+        if rc == benchmark.INTERRUPTED_RC or STOPPING.is_set():  # else a failed run is a miss
             raise OutOfHours(f"by a signal: {tag} on {env.env} stopped before its end")
         table = self.table(tag, env)
         if not collected(self.folder / f"{tag}-{env.slug}", table):
@@ -407,7 +449,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = shlex.join(study.benchmark_argv("t0", env, []))
             print(f"  python -m sweeps.benchmark {command}")
         return 0
-    return _tune(study)
+    previous = {n: signal.signal(n, _stop) for n in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return _tune(study)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _sampler(seed: int, asked: int) -> Any:

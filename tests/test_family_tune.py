@@ -199,6 +199,30 @@ def test_a_trial_tried_again_after_the_space_grew_goes_on_as_its_runs_ran():
     assert again.params == {**trial.params, "hp/kl_target": 0.0}
 
 
+def test_kill_stops_the_running_sweep_and_no_run_starts_after_it(tmp_path, monkeypatch):
+    import signal
+    import subprocess
+    import sys
+
+    from sweeps import benchmark
+
+    sweep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "sweeps.x"])
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        family_tune._stop(signal.SIGTERM, None)
+        assert sweep.wait(timeout=10) == -signal.SIGTERM  # the sweep, and only it
+        assert bystander.poll() is None
+        monkeypatch.setattr(benchmark, "main", lambda argv: pytest.fail("started a run"))
+        study = _study(tmp_path)
+        with pytest.raises(family_tune.OutOfHours, match="by a signal: before t0 on CartPole-v1"):
+            study.run("t0", study.envs[0], [])
+    finally:
+        family_tune.STOPPING.clear()
+        for proc in (sweep, bystander):
+            proc.kill()
+            proc.wait()
+
+
 def test_a_failed_trial_whose_values_were_judged_already_is_not_asked_again():
     import optuna
     from optuna.trial import TrialState
