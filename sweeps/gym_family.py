@@ -145,7 +145,11 @@ def _sample_dqn_common(trial: Any) -> dict[str, Any]:
         "n_step": trial.suggest_categorical("hp/n_step", [1, 3, 5]),
         "train_batch_size": 2 ** trial.suggest_int("hp/log2_train_batch", 5, 8),
         "target_network_update_freq": trial.suggest_int("hp/target_update", 100, 5000, log=True),
-        "training_intensity": trial.suggest_categorical("hp/training_intensity", [2, 4, 8, 16]),
+        # (rl-zoo3's DQN on MountainCar, Acrobot and LunarLander trains at 64-128 replayed
+        # steps per env step; CartPole's defaults at 8)
+        "training_intensity": trial.suggest_categorical(
+            "hp/training_intensity", [2, 4, 8, 16, 32, 64]
+        ),
     }
 
 
@@ -156,9 +160,13 @@ def sample_dqn(trial: Any) -> dict[str, Any]:
 
 
 def sample_apex(trial: Any) -> dict[str, Any]:
+    """DQN's space less its ε schedule, plus the priorities' α and the base of Ape-X's ε ladder
+    (ε^(1 + 7i/(N-1)) for runner i of N; the one runner of the generic defaults acts at the base
+    itself, 0.4: an env whose reward needs long committed runs, MountainCar's, may want less)."""
     return {
         **_sample_dqn_common(trial),
         "replay_buffer_config/alpha": trial.suggest_float("hp/priority_alpha", 0.3, 0.9),
+        "exploration_epsilon_base": trial.suggest_float("hp/epsilon_base", 0.05, 0.7, log=True),
     }
 
 
