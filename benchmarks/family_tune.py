@@ -83,6 +83,22 @@ class OutOfHours(Exception):
 
 # Set by SIGTERM or SIGINT (``_stop``): no run starts after it, and the one running is stopped.
 STOPPING = threading.Event()
+STOP_WATCH_S = 60.0  # how long after a SIGTERM a sweep the benchmark starts is still stopped
+
+
+def _unfinished(folder: Path) -> bool:
+    """Whether ``folder`` holds a benchmark that did not finish: a sweep whose run record is not
+    finished (or failed), or none at all. A finished one the benchmark reuses as it is."""
+    from sweeps.benchmark import REUSABLE
+
+    if not folder.exists():
+        return False
+    records = list(folder.glob("*/run.json"))
+    try:
+        statuses = [json.loads(r.read_text()).get("status") for r in records]
+    except (OSError, ValueError):  # a record cut mid-write
+        return True
+    return not statuses or any(status not in REUSABLE for status in statuses)
 
 
 def _sweeps() -> list[int]:
@@ -109,13 +125,25 @@ def _stop(signum: int, frame: Any) -> None:
     if STOPPING.is_set():
         return
     STOPPING.set()
-    print(f"[tune] {signal.Signals(signum).name}: stopping after the running sweep", flush=True)
-    if signum == signal.SIGTERM:
-        for pid in _sweeps():
+    # (os.write: a print here could land inside the main thread's own print)
+    os.write(2, f"[tune] {signal.Signals(signum).name}: stopping the running sweep\n".encode())
+    if signum == signal.SIGTERM:  # also a sweep the benchmark is about to start
+        threading.Thread(target=_stop_sweeps, daemon=True).start()
+
+
+def _stop_sweeps(for_s: float = STOP_WATCH_S) -> None:
+    """SIGTERM, once, to each sweep child this process has or starts within ``for_s`` seconds
+    (the benchmark may be between printing a run and starting it), while ``STOPPING`` holds."""
+    signalled: set[int] = set()
+    end = time.monotonic() + for_s
+    while STOPPING.is_set() and time.monotonic() < end:
+        for pid in set(_sweeps()) - signalled:
+            signalled.add(pid)
             try:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+        time.sleep(0.25)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -345,13 +373,12 @@ class Study:
             )
         argv = self.benchmark_argv(tag, env, sets)
         folder = self.folder / f"{tag}-{env.slug}"
-        if folder.exists():  # a run stopped before its end, never collected: not resumed
+        if _unfinished(folder):  # a run stopped before its end, never collected: not resumed
             aside = folder.with_name(f"{folder.name}.unfinished-{time.strftime('%Y%m%d-%H%M%S')}")
             folder.rename(aside)
             print(f"[tune] {tag} on {env.env}: its unfinished run set aside in {aside}")
         print(f"[tune] {tag} on {env.env}: python -m sweeps.benchmark {shlex.join(argv)}")
-        rc = benchmark.main(argv)
-        if rc == benchmark.INTERRUPTED_RC or STOPPING.is_set():  # else a failed run is a miss
+        if benchmark.main(argv) == benchmark.INTERRUPTED_RC:  # else a failed run is a miss
             raise OutOfHours(f"by a signal: {tag} on {env.env} stopped before its end")
         table = self.table(tag, env)
         if not collected(self.folder / f"{tag}-{env.slug}", table):
@@ -449,6 +476,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = shlex.join(study.benchmark_argv("t0", env, []))
             print(f"  python -m sweeps.benchmark {command}")
         return 0
+    STOPPING.clear()
     previous = {n: signal.signal(n, _stop) for n in (signal.SIGTERM, signal.SIGINT)}
     try:
         return _tune(study)
@@ -465,7 +493,7 @@ def _sampler(seed: int, asked: int) -> Any:
     and the study's history, and differ between commands."""
     import optuna
 
-    return optuna.samplers.TPESampler(seed=seed * 1_000_003 + asked)
+    return optuna.samplers.TPESampler(seed=(seed * 1_000_003 + asked) % 2**32)
 
 
 def _tune(runs: Study) -> int:

@@ -31,8 +31,13 @@ KEY = "obs_scale"
 CHOICES = ("none", "bounds")
 
 
+# Bounds wider than this are no bounds (an env that declares float32's limits for "unbounded").
+WIDEST = 1e6
+
+
 def _finite(space: gym.spaces.Box) -> np.ndarray:
-    return np.isfinite(space.low) & np.isfinite(space.high) & (space.high > space.low)
+    low, high = space.low.astype(np.float64), space.high.astype(np.float64)
+    return np.isfinite(low) & np.isfinite(high) & (high > low) & (high - low <= WIDEST)
 
 
 def scalable(space: Any) -> bool:

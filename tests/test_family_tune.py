@@ -265,13 +265,22 @@ def test_a_run_stopped_before_its_end_leaves_the_trial_unfinished_and_is_set_asi
     study = _study(tmp_path)
     cartpole = study.envs[0]
     left = study.folder / f"t0-{cartpole.slug}"  # a run a kill left behind, never collected
-    left.mkdir(parents=True)
+    (left / "t0-cartpole-v1-apex").mkdir(parents=True)
+    (left / "t0-cartpole-v1-apex" / "run.json").write_text('{"status": "interrupted"}')
     with pytest.raises(
         family_tune.OutOfHours, match="by a signal: t0 on CartPole-v1 stopped before its end"
     ):
         study.run("t0", cartpole, [])  # not a miss: the trial is tried again
     assert not left.exists() and len(list(study.folder.glob(f"{left.name}.unfinished-*"))) == 1
     assert "its unfinished run set aside" in capsys.readouterr().out
+    # A finished one (stopped while it was collected) is the benchmark's to reuse: kept
+    done = study.folder / f"t0-{study.envs[1].slug}"
+    (done / "t0-acrobot-v1-apex").mkdir(parents=True)
+    (done / "t0-acrobot-v1-apex" / "run.json").write_text('{"status": "finished"}')
+    assert not family_tune._unfinished(done)
+    assert not family_tune._unfinished(study.folder / "never-made")
+    (study.folder / "started-only").mkdir()  # a run killed before its sweep wrote its record
+    assert family_tune._unfinished(study.folder / "started-only")
 
 
 def test_a_trial_to_try_first_is_checked_against_the_space_and_asked_once(
