@@ -56,6 +56,8 @@ from sweeps.workloads import NAMED
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
+# How an algorithm's runs of the defaults before a change are named (``--before``): "apex (before)".
+BEFORE = " (before)"
 # The reference policies play the held-out episodes the sweeps' final figure is made on
 # (sweeps.evaluate): this many when no run in the table has a held-out figure.
 REFERENCE_EPISODES = 100
@@ -371,6 +373,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the envs shows them apart",
     )
     parser.add_argument(
+        "--before",
+        nargs="+",
+        default=[],
+        metavar="RUNS",
+        help="runs of the defaults as they stood before a change (folders or tables, as the "
+        f"inputs): each algorithm's named '<algo>{BEFORE}' throughout, beside the inputs' own",
+    )
+    parser.add_argument(
         "--rates",
         nargs="+",
         default=[],
@@ -387,6 +397,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"{out}: exists and is not a directory")
     check_writable(out)
     collection = gather(args.inputs)
+    if args.before:  # the same algorithms before a change: named apart in every table
+        before = gather(args.before).runs
+        before = before.assign(algo=before["algo"].astype(str) + BEFORE)
+        collection.runs = tidy(pd.concat([collection.runs, before], ignore_index=True))
     if args.rates:  # the rate runs' rows, apart from the compared ones in the same table
         rates = gather(args.rates).runs.assign(kind=predicted.RATE)
         collection.runs = tidy(pd.concat([collection.runs, rates], ignore_index=True))
@@ -401,9 +415,10 @@ def run(args: argparse.Namespace) -> int:
         runs = read_runs_csv(pending)  # the report reads only the table, exactly as written
         references, note = (None, None) if args.no_references else reference_returns(runs)
         held_out = ["--held-out", *args.held_out] if args.held_out else []
+        before_ = ["--before", *args.before] if args.before else []
         rates = ["--rates", *args.rates] if args.rates else []
         command = shlex.join(
-            ["python", "-m", "analysis", "report", *args.inputs, *held_out, *rates]
+            ["python", "-m", "analysis", "report", *args.inputs, *held_out, *before_, *rates]
             + ["--out", args.out]
         )
         text = render_report(

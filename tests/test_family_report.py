@@ -51,3 +51,27 @@ def test_the_evaluation_share_is_the_median_and_largest_of_the_trials():
     end = runs.groupby(["experiment", "trial_id"])["train_time_s"].transform("max")
     runs = runs.assign(periodic_eval_s=end * share)
     assert family.eval_share(runs) == "20% (50%)"
+
+
+def test_runs_before_a_change_are_named_apart_in_the_same_tables(tmp_path):
+    """``--before``: the defaults' runs before a change beside the runs after it, each algorithm
+    twice ("apex" and "apex (before)") in every table, the table across envs included."""
+    from analysis.__main__ import main
+    from analysis.report import BEFORE
+
+    before = Path(__file__).resolve().parents[1] / "results" / "gym" / "before"
+    after = [
+        str(before / f"family-before-apex-s0-{env}.csv.gz") for env in ("cartpole-v1", "acrobot-v1")
+    ]
+    old = [
+        str(before / f"family-before-apex-s1-{env}.csv.gz") for env in ("cartpole-v1", "acrobot-v1")
+    ]
+    out = tmp_path / "report"
+    assert main(["report", *after, "--before", *old, "--out", str(out)]) == 0
+    runs = collect.read_runs_csv(out / "runs.csv.gz")
+    assert sorted(runs["algo"].unique()) == ["apex", f"apex{BEFORE}"]
+    assert set(runs.loc[runs["algo"] == "apex", "experiment"].str.contains("-s0-")) == {True}
+    text = (out / "REPORT.md").read_text()
+    assert "--before" in text  # the command that made it
+    assert f"| env | target | apex | apex{BEFORE} | fastest |" in text  # the table across envs
+    assert f"Fastest: apex on 1 of 2, apex{BEFORE} on 1 of 2." in text
