@@ -14,7 +14,10 @@ be.
 The before-runs are the defaults as they stood when the first began
 (``results/gym/before/DEFAULTS.json``): once ``sweeps/gym_family.py``'s defaults change, the queue
 skips every before-run of the four not yet made and says why (run those from a checkout of the
-commit the file names).
+commit the file names). The *after*-runs are the same runs of the four with the defaults the
+family's studies tuned (``benchmarks/family_tune.py``), in ``results/gym/after/``: the queue skips
+them until ``--begin-after`` records those defaults (``results/gym/after/DEFAULTS.json``), and
+holds them to it as the before-runs to theirs. The baseline is run once, with the before.
 
 LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
 ".[family]"``); where it is missing, their runs are skipped and say so.
@@ -24,12 +27,15 @@ How to run
     python -m benchmarks.family_records                       # every run: status, command
     python -m benchmarks.family_records --hours 1 --dry-run   # what fits in an hour
     nohup python -m benchmarks.family_records --hours 1 --commit > family.log 2>&1 &
+    python -m benchmarks.family_records --begin-after       # the tuned defaults committed: go
 
 Results to expect
 -----------------
 ``results/gym/before/<name>.csv.gz`` per run and ``results/gym/before/REPORT.md`` over them: per
 env, the seeds that reached its target, time and env steps to it, the collapse flag, and across
-the family how often each algorithm was fastest.
+the family how often each algorithm was fastest. Once after-runs are in: ``results/gym/after/``,
+and the family report ``results/gym/REPORT.md`` (the four tuned, the baseline, and each of the
+four before its tuning as "<algo> (before)" in the same tables).
 """
 
 from __future__ import annotations
@@ -48,10 +54,13 @@ from sweeps.benchmark import ALGOS
 from sweeps.env_family import FAMILY, HELD_OUT, TUNING, FamilyEnv, missing
 from sweeps.workloads import for_env
 
-# The generic defaults as they stand: run before the family tunes them (the tuned ones are the
-# next stage, in a folder of their own).
+# The generic defaults as they stand: run before the family tunes them; the tuned ones are the
+# next stage, in a folder of their own, once it has begun (``--begin-after``).
 STAGE = "before"
-RESULTS = Path("results/gym") / STAGE
+AFTER = "after"
+FAMILY_RESULTS = Path("results/gym")  # the family report: after beside before, and the baseline
+RESULTS = FAMILY_RESULTS / STAGE
+AFTER_RESULTS = FAMILY_RESULTS / AFTER
 BASELINE = "sb3-dqn"  # the baseline of the defaults issue: rl-zoo3's tuned DQN
 SEEDS = (0, 1, 2)
 # A family run's wall-clock per training second (periodic greedy evaluation within 25% of the
@@ -70,6 +79,8 @@ def _why_not(env: str) -> str | None:
 # The generic defaults the before-runs run with (``sweeps/gym_family.py`` as it stood when they
 # began), as data: once the defaults change, a before-run not yet made would not be the before.
 BEFORE_DEFAULTS = Path(__file__).resolve().parents[1] / RESULTS / "DEFAULTS.json"
+# ... and those the after-runs run with, written when the after stage begins.
+AFTER_DEFAULTS = Path(__file__).resolve().parents[1] / AFTER_RESULTS / "DEFAULTS.json"
 
 
 def generic_defaults() -> dict[str, Any]:
@@ -89,16 +100,48 @@ def generic_defaults() -> dict[str, Any]:
 
 
 @functools.cache
-def _defaults_changed() -> str | None:
-    """Why a before-run of the four cannot run now: the defaults are not those the before-runs
-    ran with (``BEFORE_DEFAULTS``); None where they are."""
-    recorded = json.loads(BEFORE_DEFAULTS.read_text())["defaults"]
+def _defaults_changed(stage: str = STAGE) -> str | None:
+    """Why a run of the four at ``stage`` cannot run now: the defaults are not those its stage
+    ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or the after stage has not begun; None
+    where they are."""
+    path, folder = (BEFORE_DEFAULTS, RESULTS) if stage == STAGE else (AFTER_DEFAULTS, AFTER_RESULTS)
+    if not path.is_file():
+        return (
+            f"the {stage} stage has not begun: once the family's studies have changed "
+            "sweeps/gym_family.py, `python -m benchmarks.family_records --begin-after` records "
+            "the defaults it runs with"
+        )
+    recorded = json.loads(path.read_text())["defaults"]
     if recorded == generic_defaults():
         return None
     return (
-        f"the generic defaults are no longer those the before-runs ran with ({BEFORE_DEFAULTS.name}"
-        f" in {RESULTS}): run it from a checkout of the commit named there"
+        f"the generic defaults are no longer those the {stage}-runs ran with ({path.name}"
+        f" in {folder}): run it from a checkout of the commit named there"
     )
+
+
+def begin_after() -> str:
+    """Record the defaults as they stand as the after stage's (``AFTER_DEFAULTS``), from which
+    the after-runs are made; a ValueError where they are the before-runs' (nothing changed) or
+    the after stage has begun already."""
+    import subprocess
+
+    defaults = generic_defaults()
+    if AFTER_DEFAULTS.is_file():
+        raise ValueError(f"the after stage has begun already: {AFTER_DEFAULTS}")
+    if json.loads(BEFORE_DEFAULTS.read_text())["defaults"] == defaults:
+        raise ValueError(
+            "sweeps/gym_family.py's defaults are still the before-runs' "
+            f"({BEFORE_DEFAULTS.name} in {RESULTS}): change them (the family's studies) first"
+        )
+    head = subprocess.run(
+        ["git", "log", "-1", "--format=%h (%cs)"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    AFTER_DEFAULTS.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"commit": head or "unknown", "defaults": defaults}
+    AFTER_DEFAULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    _defaults_changed.cache_clear()
+    return f"the after stage begins with the defaults of {doc['commit']}: {AFTER_DEFAULTS}"
 
 
 @dataclass(frozen=True)
@@ -109,6 +152,7 @@ class FamilyRun:
     env: FamilyEnv
     algo: str
     seed: int
+    stage: str = STAGE  # the four's: before (the defaults as they stood) or after (the tuned)
     issues: str = "64"
     rate: bool = False
     one_core: bool = False
@@ -118,7 +162,7 @@ class FamilyRun:
 
     @property
     def prefix(self) -> str:
-        stage = "" if self.algo == BASELINE else f"{STAGE}-"
+        stage = "" if self.algo == BASELINE else f"{self.stage}-"
         return f"family-{stage}{self.algo}-s{self.seed}"
 
     @property
@@ -127,19 +171,25 @@ class FamilyRun:
 
     @property
     def group(self) -> str:
-        """An env's runs: the report (and its charts) regenerates once all of them are in."""
-        return self.env.env
+        """An env's runs of one stage (the baseline's with the before): the stage's report (and
+        its charts) regenerates once all of them are in."""
+        return f"{self.results}:{self.env.env}"
 
     @property
     def budget_s(self) -> float:
         return self.env.budget_s
 
+    @property
+    def results(self) -> Path:
+        """Its stage's folder (the baseline's runs: the before's, made once)."""
+        return RESULTS if self.algo == BASELINE or self.stage == STAGE else AFTER_RESULTS
+
     def table(self, at: Places) -> Path:
-        return at / RESULTS / f"{self.name}.csv.gz"
+        return at / self.results / f"{self.name}.csv.gz"
 
     def unavailable(self) -> str | None:
-        if self.algo != BASELINE and _defaults_changed():  # (the baseline has its own)
-            return _defaults_changed()
+        if self.algo != BASELINE and _defaults_changed(self.stage):  # (the baseline has its own)
+            return _defaults_changed(self.stage)
         return _why_not(self.env.env)
 
     def command(self, storage: Path) -> list[str]:
@@ -152,6 +202,8 @@ class FamilyRun:
         return [sys.executable, "-m", module, "--resume", str(folder)]
 
     def report(self, at: Places) -> tuple[list[str], list[str]]:
+        if self.stage == AFTER and self.algo != BASELINE:
+            return final_report_command(at), records.report_paths(at / FAMILY_RESULTS)
         return report_command(at / RESULTS), records.report_paths(at / RESULTS)
 
     def commit_message(self, shown: str) -> str:
@@ -165,15 +217,46 @@ def report_command(folder: Path) -> list[str]:
     return [sys.executable, "-m", "analysis", "report", *tables, *held_out, "--out", str(folder)]
 
 
-PLAN: tuple[FamilyRun, ...] = tuple(
-    FamilyRun(env, algo, seed)
-    for env in sorted((*TUNING, *HELD_OUT), key=lambda e: e.budget_s)
-    for seed in SEEDS
-    for algo in (*ALGOS, BASELINE)
-)
+def final_report_command(at: Places) -> list[str]:
+    """The family report (``results/gym/REPORT.md``): the four with the tuned defaults and the
+    baseline, the four's before-runs beside them in the same tables (``--before``), the held-out
+    envs apart."""
+    after = sorted(str(p) for p in (at / AFTER_RESULTS).glob("family-*.csv.gz"))
+    baseline = sorted(str(p) for p in (at / RESULTS).glob(f"family-{BASELINE}-*.csv.gz"))
+    before = sorted(str(p) for p in (at / RESULTS).glob(f"family-{STAGE}-*.csv.gz"))
+    held_out = ["--held-out", *(e.env for e in HELD_OUT)]
+    before_ = ["--before", *before] if before else []
+    out = str(at / FAMILY_RESULTS)
+    return [sys.executable, "-m", "analysis", "report", *after, *baseline, *before_, *held_out] + [
+        "--out",
+        out,
+    ]
+
+
+def _stage(stage: str, algos: Sequence[str]) -> tuple[FamilyRun, ...]:
+    """A stage's runs: the cheapest envs first, each env's seeds whole before the next env's."""
+    return tuple(
+        FamilyRun(env, algo, seed, stage)
+        for env in sorted((*TUNING, *HELD_OUT), key=lambda e: e.budget_s)
+        for seed in SEEDS
+        for algo in algos
+    )
+
+
+# The before-runs (with the baseline beside them), then the after-runs of the four: skipped, and
+# saying why, until the after stage has begun.
+PLAN: tuple[FamilyRun, ...] = (*_stage(STAGE, (*ALGOS, BASELINE)), *_stage(AFTER, ALGOS))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--begin-after" in argv:  # (the queue's own flags are records.build_parser's)
+        try:
+            print(f"[records] {begin_after()}")
+        except ValueError as e:
+            print(f"python -m benchmarks.family_records: error: {e}", file=sys.stderr)
+            return 2
+        return 0
     parser = functools.partial(records.build_parser, "python -m benchmarks.family_records", __doc__)
     return records.main(PLAN, argv, parser)
 

@@ -37,13 +37,19 @@ def test_every_planned_run_is_a_benchmark_command_of_one_algorithm_seed_and_env(
         for algo in (*benchmark.ALGOS, family.BASELINE):
             seeds = {r.seed for r in family.PLAN if (r.env.env, r.algo) == (env, algo)}
             assert seeds == set(family.SEEDS), (env, algo)
-    # the cheapest envs first, each env's seeds whole before the next env's
-    budgets = [r.env.budget_s for r in family.PLAN]
-    assert budgets == sorted(budgets)
-    envs = [r.env.env for r in family.PLAN]
-    for env in set(envs):
-        at = [i for i, x in enumerate(envs) if x == env]
-        assert at == list(range(at[0], at[0] + len(at))), env
+    # the before-runs (with the baseline), then the after-runs of the four; in each stage the
+    # cheapest envs first, each env's seeds whole before the next env's
+    stages = [r.stage for r in family.PLAN]
+    assert stages == sorted(stages, key=[family.STAGE, family.AFTER].index)
+    assert {r.algo for r in family.PLAN if r.stage == family.AFTER} == set(benchmark.ALGOS)
+    for stage in (family.STAGE, family.AFTER):
+        runs = [r for r in family.PLAN if r.stage == stage]
+        budgets = [r.env.budget_s for r in runs]
+        assert budgets == sorted(budgets)
+        envs = [r.env.env for r in runs]
+        for env in set(envs):
+            at = [i for i, x in enumerate(envs) if x == env]
+            assert at == list(range(at[0], at[0] + len(at))), env
 
 
 def test_a_run_resumes_with_its_envs_sweep_and_its_table_goes_to_the_stage_folder(tmp_path):
@@ -69,8 +75,11 @@ def test_an_env_this_machine_cannot_build_is_skipped_with_its_reason(tmp_path, m
     skipped = [line for line in out if "skipped, no minatar" in line]
     would = [line for line in out if "would run" in line]
     assert len(skipped) == len(family.SEEDS) * 5
-    assert len(would) == len(family.PLAN) - len(skipped)
+    before = [r for r in family.PLAN if r.stage == family.STAGE]
+    assert len(would) == len(before) - len(skipped)
     assert all("spaceinvaders" in line for line in skipped)
+    waiting = [line for line in out if "the after stage has not begun" in line]
+    assert len(waiting) == len(family.PLAN) - len(before)
 
 
 def test_no_before_run_of_the_four_starts_once_the_defaults_changed(monkeypatch):
@@ -103,7 +112,11 @@ def test_the_defaults_stay_those_of_the_before_runs_until_all_of_them_are_made()
     import json
 
     left = [
-        r for r in family.PLAN if r.algo != family.BASELINE and not r.table(queue.Places()).exists()
+        r
+        for r in family.PLAN
+        if r.stage == family.STAGE
+        and r.algo != family.BASELINE
+        and not r.table(queue.Places()).exists()
     ]
     if not left:
         pytest.skip("every before-run is made: the defaults may change")
@@ -113,9 +126,69 @@ def test_the_defaults_stay_those_of_the_before_runs_until_all_of_them_are_made()
     )
 
 
+def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_path, monkeypatch):
+    """The after-runs (the tuned defaults) are skipped, saying how to begin, until
+    ``--begin-after`` records the defaults; it refuses while they are still the before-runs'.
+    Their tables go to results/gym/after, and each makes the family report at results/gym:
+    the four tuned and the baseline, the before-runs beside them (``--before``)."""
+    import copy
+    import json
+
+    from sweeps import gym_family
+
+    monkeypatch.setattr(family, "AFTER_DEFAULTS", tmp_path / "after" / "DEFAULTS.json")
+    before = _FakeFile({"defaults": family.generic_defaults()})
+    monkeypatch.setattr(family, "BEFORE_DEFAULTS", before)
+    family._defaults_changed.cache_clear()
+    after = family.FamilyRun(TUNING[0], "apex", 2, family.AFTER)
+    assert after.name == "family-after-apex-s2-cartpole-v1"
+    folder = tmp_path / "results/gym/after"
+    assert after.table(queue.Places(tmp_path)) == folder / f"{after.name}.csv.gz"
+    assert "--begin-after" in after.unavailable()
+    assert family.main(["--begin-after"]) == 2  # the defaults are still the before's
+    assert not family.AFTER_DEFAULTS.exists()
+
+    tuned = copy.deepcopy(gym_family.TUNED)
+    tuned["apex"]["lr"] = 5e-4
+    monkeypatch.setattr(gym_family, "TUNED", tuned)
+    family._defaults_changed.cache_clear()
+    assert family.main(["--begin-after"]) == 0
+    recorded = json.loads(family.AFTER_DEFAULTS.read_text())["defaults"]
+    assert recorded["tuned"]["apex"]["lr"] == 5e-4
+    assert after.unavailable() is None
+    assert family.main(["--begin-after"]) == 2  # once
+    tuned["apex"]["lr"] = 1e-4  # changed again: the after-runs hold to theirs
+    family._defaults_changed.cache_clear()
+    assert "no longer those the after-runs ran with" in after.unavailable()
+    family._defaults_changed.cache_clear()
+
+    results = tmp_path / "results/gym"
+    made = (
+        "after/family-after-apex-s0-cartpole-v1",
+        "before/family-sb3-dqn-s0-cartpole-v1",
+        "before/family-before-apex-s0-cartpole-v1",
+    )
+    for name in made:
+        (results / f"{name}.csv.gz").parent.mkdir(parents=True, exist_ok=True)
+        (results / f"{name}.csv.gz").write_text("rows")
+    command, paths = after.report(queue.Places(tmp_path))
+    tables = command[command.index("report") + 1 : command.index("--before")]
+    assert [Path(t).name for t in tables] == [
+        "family-after-apex-s0-cartpole-v1.csv.gz",
+        "family-sb3-dqn-s0-cartpole-v1.csv.gz",
+    ]
+    old = command[command.index("--before") + 1 : command.index("--held-out")]
+    assert [Path(t).name for t in old] == ["family-before-apex-s0-cartpole-v1.csv.gz"]
+    assert command[command.index("--out") + 1] == str(results)
+    assert paths[0] == str(results / "REPORT.md")
+
+
 class _FakeFile:
     def __init__(self, doc):
         self.doc, self.name = doc, "DEFAULTS.json"
+
+    def is_file(self):
+        return True
 
     def read_text(self):
         import json
@@ -140,7 +213,8 @@ def test_the_family_report_is_regenerated_once_an_envs_runs_are_all_in_the_held_
     """Each run's table is collected (and committed) as it finishes; the report, whose charts
     would otherwise be committed again for every run, once its env's last run is in."""
     at = queue.Places(Path("."), tmp_path / "runs")
-    env_runs = [r for r in family.PLAN if r.env == family.PLAN[0].env]
+    env_runs = [r for r in family.PLAN if r.group == family.PLAN[0].group]  # the before's
+    assert {r.results for r in env_runs} == {family.RESULTS} and len(env_runs) == 15
     calls = []
 
     def call(cmd, log, end=None):
