@@ -1,5 +1,7 @@
 """Tune one algorithm's generic defaults on the env family: an Optuna study whose objective is how
-many (env, seed) pairs reach their env's target, then how fast.
+many (env, seed) pairs reach their env's target, then how fast. (Over 500 lines: the study's
+command, its runs and its Optuna loop, read top to bottom; its page is ``family_study.py``, its
+stop by a signal ``stopping.py``.)
 
 Each trial draws the algorithm's generic search space (``SAMPLERS`` in ``sweeps/gym_family.py``)
 and runs the benchmark with those values (``--set``) on every tuning env of
@@ -51,11 +53,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
-import signal
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -63,7 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks import family_records, records
+from benchmarks import family_records, records, stopping
 from benchmarks.family_study import PAGE, outcomes, page, score
 from sweeps.env_family import HELD_OUT, FamilyEnv, chosen, env_list
 from sweeps.harness.cli import count, positive_float
@@ -81,11 +80,6 @@ class OutOfHours(Exception):
     is left unfinished, to be tried again (with the runs it finished) by the next command."""
 
 
-# Set by SIGTERM or SIGINT (``_stop``): no run starts after it, and the one running is stopped.
-STOPPING = threading.Event()
-STOP_WATCH_S = 60.0  # how long after a SIGTERM a sweep the benchmark starts is still stopped
-
-
 def _unfinished(folder: Path) -> bool:
     """Whether ``folder`` holds a benchmark that did not finish: a sweep whose run record is not
     finished (or failed), or none at all. A finished one the benchmark reuses as it is."""
@@ -99,51 +93,6 @@ def _unfinished(folder: Path) -> bool:
     except (OSError, ValueError):  # a record cut mid-write
         return True
     return not statuses or any(status not in REUSABLE for status in statuses)
-
-
-def _sweeps() -> list[int]:
-    """The running benchmark's sweep: this process's children that run a ``sweeps.`` module
-    (Linux: /proc; not a git commit or the report's process)."""
-    me, found = os.getpid(), []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-            argv = (stat.parent / "cmdline").read_bytes().split(b"\0")
-        except OSError:  # a process that ended since the listing
-            continue
-        # (after the name: the state, then the parent's pid)
-        if int(fields[1]) == me and any(a.startswith(b"sweeps.") for a in argv):
-            found.append(int(stat.parent.name))
-    return found
-
-
-def _stop(signum: int, frame: Any) -> None:
-    """SIGTERM to the tuner (``kill PID``): its running sweep gets SIGTERM and stops cleanly (its
-    experiment state saved), and the tuner leaves the trial unfinished, as at the end of its
-    hours; a killed tuner would leave its sweep running. SIGINT (Ctrl-C at a terminal, which
-    reaches the sweep too): the same, the sweep left to its own Ctrl-C."""
-    if STOPPING.is_set():
-        return
-    STOPPING.set()
-    # (os.write: a print here could land inside the main thread's own print)
-    os.write(2, f"[tune] {signal.Signals(signum).name}: stopping the running sweep\n".encode())
-    if signum == signal.SIGTERM:  # also a sweep the benchmark is about to start
-        threading.Thread(target=_stop_sweeps, daemon=True).start()
-
-
-def _stop_sweeps(for_s: float = STOP_WATCH_S) -> None:
-    """SIGTERM, once, to each sweep child this process has or starts within ``for_s`` seconds
-    (the benchmark may be between printing a run and starting it), while ``STOPPING`` holds."""
-    signalled: set[int] = set()
-    end = time.monotonic() + for_s
-    while STOPPING.is_set() and time.monotonic() < end:
-        for pid in set(_sweeps()) - signalled:
-            signalled.add(pid)
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.25)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -364,7 +313,7 @@ class Study:
         ``deadline``."""
         from sweeps import benchmark
 
-        if STOPPING.is_set():
+        if stopping.STOPPING.is_set():
             raise OutOfHours(f"by a signal: before {tag} on {env.env}")
         need = worst_case_s(env, self.scale)
         if self.deadline is not None and time.monotonic() + need > self.deadline:
@@ -476,13 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             command = shlex.join(study.benchmark_argv("t0", env, []))
             print(f"  python -m sweeps.benchmark {command}")
         return 0
-    STOPPING.clear()
-    previous = {n: signal.signal(n, _stop) for n in (signal.SIGTERM, signal.SIGINT)}
-    try:
+    with stopping.on_signal("tune"):
         return _tune(study)
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def _sampler(seed: int, asked: int) -> Any:

@@ -204,12 +204,13 @@ def test_kill_stops_the_running_sweep_and_no_run_starts_after_it(tmp_path, monke
     import subprocess
     import sys
 
+    from benchmarks import stopping
     from sweeps import benchmark
 
     sweep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "sweeps.x"])
     bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
-        family_tune._stop(signal.SIGTERM, None)
+        stopping._stop(signal.SIGTERM, None)
         assert sweep.wait(timeout=10) == -signal.SIGTERM  # the sweep, and only it
         assert bystander.poll() is None
         monkeypatch.setattr(benchmark, "main", lambda argv: pytest.fail("started a run"))
@@ -217,7 +218,7 @@ def test_kill_stops_the_running_sweep_and_no_run_starts_after_it(tmp_path, monke
         with pytest.raises(family_tune.OutOfHours, match="by a signal: before t0 on CartPole-v1"):
             study.run("t0", study.envs[0], [])
     finally:
-        family_tune.STOPPING.clear()
+        stopping.STOPPING.clear()
         for proc in (sweep, bystander):
             proc.kill()
             proc.wait()
