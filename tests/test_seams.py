@@ -204,3 +204,31 @@ def test_each_seam_says_what_it_waits_for(path):
         and "waits for" not in (ast.get_docstring(node) or "").lower()
     ]
     assert not silent, f"{path.name}: no 'Waits for' in the docstring of {silent}"
+
+
+def test_the_optuna_searcher_saves_a_script_s_space_restored_by_value(tmp_path, monkeypatch):
+    """A resumed sweep's searcher can hold a copy of the script's ``sample_params`` (cloudpickle
+    restores ``__main__`` functions by value); saving it by name failed. It saves the script's
+    own function."""
+    import pickle
+    import sys
+    import types
+
+    from sweeps.seams.tune import OptunaSearcher
+
+    def sample_params(trial):
+        return {"lr": trial.suggest_float("lr", 1e-4, 1e-2, log=True)}
+
+    main = sys.modules["__main__"]
+    live = types.FunctionType(sample_params.__code__, sample_params.__globals__, "sample_params")
+    live.__module__, live.__qualname__ = "__main__", "sample_params"
+    copy = types.FunctionType(sample_params.__code__, sample_params.__globals__, "sample_params")
+    copy.__module__, copy.__qualname__ = "__main__", "sample_params"
+    monkeypatch.setattr(main, "sample_params", live, raising=False)
+    searcher = OptunaSearcher(space=copy, metric="x", mode="max")
+    with pytest.raises(pickle.PicklingError):  # what Tune's own save did with it
+        pickle.dumps(copy)
+    searcher.save(str(tmp_path / "searcher.pkl"))
+    restored = OptunaSearcher(space=copy, metric="x", mode="max")
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    assert restored._space is live

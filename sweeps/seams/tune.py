@@ -57,12 +57,31 @@ class CsvLogger(CSVLoggerCallback):
 class OptunaSearcher(OptunaSearch):
     """Tune's ``OptunaSearch`` with ``mark_completed(trial_id)``: the trial counted as
     completed in the searcher's own set (``_completed_trials``,
-    ``ray/tune/search/optuna/optuna_search.py``) without telling Optuna again.
+    ``ray/tune/search/optuna/optuna_search.py``) without telling Optuna again; and a ``save``
+    that pickles its search space (``_space``) by the name it has in the running script.
 
-    Waits for: ``OptunaSearch`` that tolerates a completion the study already holds."""
+    A sweep file run as a script defines its ``sample_params`` in ``__main__``. A resumed sweep's
+    searcher can come back from ``tuner.pkl``, which cloudpickle wrote with that function by
+    value: an equal function, not ``__main__``'s own, and ``OptunaSearch.save`` (plain pickle, by
+    name) then failed ("Can't pickle <function sample_params>: it's not the same object as
+    __main__.sample_params") and took the resumed sweep down (seen once in the suite:
+    ``test_resumed_trial_whose_checkpoint_is_gone_goes_on_from_a_newer_one``).
+
+    Waits for: ``OptunaSearch`` that tolerates a completion the study already holds, and that
+    saves a define-by-run space it cannot pickle by name."""
 
     def mark_completed(self, trial_id: str) -> None:
         self._completed_trials.add(trial_id)
+
+    def save(self, checkpoint_path: str) -> None:
+        space = self._space
+        if callable(space) and getattr(space, "__module__", None) == "__main__":
+            import sys
+
+            live = getattr(sys.modules.get("__main__"), getattr(space, "__qualname__", ""), None)
+            if callable(live) and live is not space:
+                self._space = live
+        super().save(checkpoint_path)
 
 
 def env_registered(name: str) -> bool:
