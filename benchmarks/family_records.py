@@ -226,11 +226,8 @@ def final_report_command(at: Places) -> list[str]:
     before = sorted(str(p) for p in (at / RESULTS).glob(f"family-{STAGE}-*.csv.gz"))
     held_out = ["--held-out", *(e.env for e in HELD_OUT)]
     before_ = ["--before", *before] if before else []
-    out = str(at / FAMILY_RESULTS)
-    return [sys.executable, "-m", "analysis", "report", *after, *baseline, *before_, *held_out] + [
-        "--out",
-        out,
-    ]
+    inputs = [*after, *baseline, *before_, *held_out]
+    return [sys.executable, "-m", "analysis", "report", *inputs, "--out", str(at / FAMILY_RESULTS)]
 
 
 def _stage(stage: str, algos: Sequence[str]) -> tuple[FamilyRun, ...]:
