@@ -12,6 +12,7 @@ with the best greedy return it got to, and below, each trial's values.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,36 @@ def _repeats(trial: Any, earlier: Any) -> bool:
     return bool(trial.params) and trial.params == earlier.params
 
 
+def best_so_far(algo: str, latest: dict[str, Any], whole: dict[str, float]) -> list[str]:
+    """The page's verdict so far: the complete trial of the highest score against the defaults'
+    (each over every env), with its values as the benchmark's ``--set`` flags, to try it on an
+    env of one's own before the study ends (``BEST.json`` holds the same once it has)."""
+    done = {
+        tag: whole[tag]
+        for tag, trial in latest.items()
+        if tag in whole and trial is not None and trial.state.name == "COMPLETE"
+    }
+    if not done:
+        return []
+    tag = max(done, key=lambda t: (done[t], -latest[t].number))
+    sets = latest[tag].user_attrs.get("set") or []
+    before = whole.get("defaults")
+    if before is None:
+        verdict = "the defaults have not run on every env yet"
+    elif done[tag] > before:
+        verdict = f"above the defaults' {before:.3f}"
+    else:
+        verdict = f"not above the defaults' {before:.3f}: the defaults stand so far"
+    flags = " ".join(f"--set {shlex.quote(s)}" for s in sets)
+    return [
+        "",
+        f"**Best so far: {tag}**, score {done[tag]:.3f} over every env ({verdict}; "
+        f"{len(done)} complete trial(s)). To try its values on an env of your own:",
+        "",
+        f"    python -m sweeps.benchmark --env <ENV> --target <TARGET> --algos {algo} {flags}",
+    ]
+
+
 def page(
     name: str,
     envs: Sequence[FamilyEnv],
@@ -101,8 +132,10 @@ def page(
     trials: Sequence[Any],
     recorded: Callable[[str, FamilyEnv], Path | None],
     command: str,
+    algo: str | None = None,
 ) -> str:
-    """The study's page (module docstring). ``trials``: the journal's trials (FrozenTrial), each
+    """The study's page (module docstring); ``algo`` the study's algorithm (its ``name``
+    where not given). ``trials``: the journal's trials (FrozenTrial), each
     tagged (``user_attrs["tag"]``); a tag tried again shows its last try. ``recorded(tag, env)``:
     the collected table of that run, or None where it has not run."""
     latest: dict[str, Any] = {}
@@ -127,6 +160,7 @@ def page(
         "|" + "---|" * len(header),
     ]
     values: list[tuple[str, dict[str, Any]]] = []
+    whole: dict[str, float] = {}  # the score of each row that ran on every env
     for tag, trial in rows:
         pairs: list[Pair] = []
         shown = []
@@ -138,6 +172,8 @@ def page(
             seeds = judged(table, env.budget_s * scale)
             pairs += [pair for pair, _ in seeds]
             shown.append(" / ".join(cell for _, cell in seeds) or NOT_RUN)
+        if NOT_RUN not in shown:
+            whole[tag] = score(pairs)
         state = "—" if trial is None else trial.state.name.lower()
         first = next((t for t, other in rows[1:] if _repeats(trial, other)), None)
         if first is not None:  # the same values as an earlier trial: a measure of run-to-run noise
@@ -145,6 +181,7 @@ def page(
         lines.append("| " + " | ".join([tag, state, f"{score(pairs):.3f}", *shown]) + " |")
         if trial is not None:
             values.append((tag, trial.params))
+    lines += best_so_far(algo or name, latest, whole)
     names = sorted({k for _, params in values for k in params})
     if names:
         lines += [

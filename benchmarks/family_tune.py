@@ -350,7 +350,9 @@ class Study:
         url = storage.optuna_storage(str(journal))
         study = optuna.load_study(study_name=self.name, storage=url)
         trials = study.get_trials()
-        text = page(self.name, self.envs, self.scale, trials, self.recorded, self.command)
+        text = page(
+            self.name, self.envs, self.scale, trials, self.recorded, self.command, self.algo
+        )
         atomic_write_text(self.record / PAGE, text)
         return self.record / PAGE
 

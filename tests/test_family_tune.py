@@ -5,6 +5,7 @@ and its plan without running anything."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,16 @@ def test_a_held_out_env_is_one_error(capsys):
 # --- A study that outlives its work tree ----------------------------------------------------------
 
 BEFORE = Path("results/gym/before")
+
+
+def trials_of(study: family_tune.Study) -> list[Any]:
+    """The trials of ``study``'s journal, in the order asked."""
+    import optuna
+
+    from sweeps.harness import storage
+
+    journal = storage.optuna_storage(str(study.record / family_tune.JOURNAL))
+    return optuna.load_study(study_name=study.name, storage=journal).trials
 
 
 def _study(tmp_path, **kw) -> family_tune.Study:
@@ -348,6 +359,15 @@ def test_the_study_s_page_shows_each_trial_env_by_env_and_its_values(tmp_path, m
     assert re.search(row.format(tag="defaults", state="—"), text), text
     assert re.search(row.format(tag="t0", state="complete"), text), text
     assert re.search(r"\| trial \| .*\blr\b.*\breward_scale\b", text)  # its values, below
+    # The verdict so far, with the flags that try the best trial's values on another env
+    # (t0 ran APPO's seed-1 runs of record, the defaults their seed 0's: the scores in the table)
+    scores = dict(re.findall(r"^\| (defaults|t0) \| [^|]+ \| (\d\.\d{3}) \|", text, re.M))
+    above = float(scores["t0"]) > float(scores["defaults"])
+    verdict = "above" if above else "not above"
+    best = f"**Best so far: t0**, score {scores['t0']} over every env ({verdict} the defaults' "
+    assert f"{best}{scores['defaults']}" in text, text
+    flags = " ".join(f"--set {shlex.quote(s)}" for s in trials_of(study)[0].user_attrs["set"])
+    assert f"--algos appo {flags}" in text and "lr=" in flags
 
     # A run not made yet (or pruned before it) shows as such
     first_only = family_study.page(
