@@ -70,6 +70,7 @@ from sweeps.harness.errors import OneLineErrorParser
 
 ALGOS = ("dqn", "apex", "impala", "appo")
 BEST_FILE = "BEST.json"
+JUDGED_BY = "judged_by"  # the study's user attribute: Study.judged_by of its first command
 JOURNAL = "study.journal"
 RECORD = Path("results/gym/tune")  # the studies' committed record, one folder each
 MAX_TRIES = 3  # a trial's tries, counting the runs that a kill or --hours cut short
@@ -291,6 +292,52 @@ class Study:
         ]
         return env.benchmark_argv(tag, self.scale, passed)
 
+    def judged_by(self) -> dict[str, Any]:
+        """The settings a trial's score depends on: the journal keeps its first command's, and
+        a command that would judge the same study by others is refused (``differs``)."""
+        return {
+            "algo": self.algo,
+            "budget_scale": self.scale,
+            "benchmark_seeds": self.seeds,
+            "seed": self.seed,
+            "envs": [e.env for e in self.envs],
+        }
+
+    def differs(self) -> str | None:
+        """How this command's ``judged_by`` differs from the one its study's journal recorded,
+        as one line naming the flags to give; None where they agree or nothing is recorded."""
+        import optuna
+
+        from sweeps.harness import storage
+
+        journal = self.record / JOURNAL
+        if not journal.is_file():
+            return None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        try:
+            url = storage.optuna_storage(str(journal))
+            study = optuna.load_study(study_name=self.name, storage=url)
+        except KeyError:  # (another study's journal: create_study adds this one to it)
+            return None
+        recorded = study.user_attrs.get(JUDGED_BY)
+        if not recorded:
+            return None
+        flags = {"budget_scale": "--budget-scale", "benchmark_seeds": "--benchmark-seeds"}
+        flags |= {"seed": "--seed", "envs": "--envs", "algo": "--algo"}
+        now = self.judged_by()
+        changed = [k for k in now if k in recorded and recorded[k] != now[k]]
+        if not changed:
+            return None
+        shown = ", ".join(
+            f"{flags[k]} {','.join(recorded[k]) if k == 'envs' else recorded[k]} "
+            f"(this command: {','.join(now[k]) if k == 'envs' else now[k]})"
+            for k in changed
+        )
+        return (
+            f"the study {self.name!r} in {self.record} was judged with {shown}: give the same, "
+            "or --name for a new study"
+        )
+
     def table(self, tag: str, env: FamilyEnv) -> Path:
         """Where ``tag``'s benchmark on ``env`` is collected, in the record."""
         return self.record / f"{tag}-{env.slug}.csv.gz"
@@ -416,6 +463,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{study.trials} trials and the defaults; record {study.record}, Tune's files {folder}",
         flush=True,
     )
+    why = study.differs()
+    if why:
+        parser.error(why)
     if args.page:
         written = study.write_page()
         if written is None:
@@ -462,6 +512,8 @@ def _tune(runs: Study) -> int:
         pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
         load_if_exists=True,
     )
+    if JUDGED_BY not in study.user_attrs:  # (main refuses a command that differs from it)
+        study.set_user_attr(JUDGED_BY, runs.judged_by())
     study.sampler = _sampler(runs.seed, len(study.get_trials(deepcopy=False)))
     close_stale_study_trials(url, name)  # a trial a killed run left open
     for values in runs.enqueued:  # once: the same values again are not asked twice

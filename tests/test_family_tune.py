@@ -403,6 +403,36 @@ def test_the_study_s_page_shows_each_trial_env_by_env_and_its_values(tmp_path, m
     assert "| t2 | complete |" in repeated and "| t1 | complete |" in repeated
 
 
+def test_a_command_that_would_judge_a_study_by_other_settings_is_refused(
+    tmp_path, monkeypatch, capsys
+):
+    def fake_run(self, tag, env, sets):
+        table = self.record / f"{tag}-{env.slug}.csv.gz"
+        table.write_bytes((BEFORE / f"family-before-apex-s1-{env.slug}.csv.gz").read_bytes())
+        return table
+
+    monkeypatch.setattr(family_tune.Study, "run", fake_run)
+    study = _study(tmp_path, trials=1)
+    assert family_tune._tune(study) == 0
+    assert study.differs() is None  # the same command goes on
+    record = str(tmp_path / "record")
+    same = ["--algo", "apex", "--record", record, "--envs", "CartPole-v1,Acrobot-v1"]
+    assert family_tune.main([*same, "--budget-scale", "0.5", "--page"]) == 0
+    capsys.readouterr()
+    # A budget scale or a seed count of its own would score its trials on other terms
+    for other, shown in (
+        (["--budget-scale", "1"], "--budget-scale 0.5 (this command: 1.0)"),
+        (["--budget-scale", "0.5", "--benchmark-seeds", "2"], "--benchmark-seeds 1 (this"),
+    ):
+        page = study.record / "STUDY.md"
+        before = page.read_bytes()
+        with pytest.raises(SystemExit) as stop:
+            family_tune.main([*same, *other, "--page"])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and shown in err and "or --name for a new study" in err
+        assert page.read_bytes() == before  # nothing written
+
+
 def test_the_page_of_a_study_that_is_not_there_is_one_line_and_exit_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         family_tune.main(["--algo", "appo", "--record", str(tmp_path), "--page"])
