@@ -384,3 +384,37 @@ def test_a_run_recorded_before_confirmation_resumes_at_the_first_crossing():
     from sweeps.harness.cli import RECORDED_BEFORE
 
     assert RECORDED_BEFORE["confirm_episodes"] == 0
+
+
+def test_the_sweep_s_summary_times_the_confirmed_target_with_the_first_crossing_beside():
+    from sweeps.harness.reporting import _time_to_target
+
+    # A greedy return crossing 10 at 231k env steps whose check failed (9.5), again at 250k
+    # whose check confirmed it (10.4): MinAtar Breakout's Ape-X run of record, as its results
+    # came in (the checks' figures in the result of the iteration they followed)
+    column, nan = keys.flat(keys.GREEDY_RETURN), math.nan
+    history = pd.DataFrame(
+        {
+            keys.flat(keys.TRAIN_TIME_S): [120.0, 133.9, 140.2, 145.0],
+            keys.flat(keys.ENV_STEPS): [210_000, 231_268, 250_188, 260_000],
+            column: [8.0, 10.5, 10.2, 11.0],
+            keys.flat(keys.CONFIRM_RETURN): [nan, 9.5, 10.4, nan],
+            keys.flat(keys.CONFIRM_CI95): [nan, 0.7, 1.0, nan],
+            keys.flat(keys.CONFIRM_TARGET): [10.0] * 4,
+        }
+    )
+    line = _time_to_target(SimpleNamespace(metrics_dataframe=history), column, 10.0)
+    assert line == (
+        f"reached {column} >= 10, confirmed (the policy played 10.4 ± 1.0 over the seeded "
+        "episodes), after 140.2 s of training (250,188 env steps); first crossed after 133.9 s "
+        "of training (231,268 env steps)"
+    )
+    failed = SimpleNamespace(metrics_dataframe=history.iloc[:2])  # only the failed check
+    line = _time_to_target(failed, column, 10.0)
+    assert line.startswith(f"{column} >= 10: not reached (crossed after 133.9 s")
+    assert line.endswith("never confirmed: 1 check(s), the best 9.5 over the seeded episodes)")
+    # A run without checks (stopped at the first crossing) is timed by it, as before
+    plain = SimpleNamespace(metrics_dataframe=history[[*history.columns[:3]]])
+    assert _time_to_target(plain, column, 10.0) == (
+        f"reached {column} >= 10 after 133.9 s of training (231,268 env steps)"
+    )

@@ -530,18 +530,46 @@ def print_best(best: Any, record: RunRecord, judged_column: str, held_out: Any =
 
 
 def _time_to_target(result: Any, column: str, target: float) -> str:
-    """When the best trial first reached the (first) target, from its own result history."""
+    """When the best trial reached the (first) target, from its own result history: where the
+    run confirms its target (``harness/confirm.py``), when a check confirmed it, the first
+    crossing beside (the target counts when the policy plays it); else the first crossing."""
     try:
         df = result.metrics_dataframe
         hit = df[df[column] >= target]
     except (AttributeError, KeyError, TypeError):
         return f"time to {column} >= {target:g}: unknown (no result history)"
+    crossed = "" if hit.empty else _at(hit.iloc[0])
+    confirm = keys.flat(keys.CONFIRM_RETURN)
+    aim = df.get(keys.flat(keys.CONFIRM_TARGET))
+    if confirm in df and aim is not None and aim.notna().any():
+        aim_at = float(aim.dropna().iloc[0])
+        checks = df[df[confirm].notna()]
+        passed = checks[checks[confirm] >= aim_at]
+        if not passed.empty:
+            row = passed.iloc[0]
+            return (
+                f"reached {column} >= {aim_at:g}, confirmed (the policy played "
+                f"{row[confirm]:.1f} ± {row[keys.flat(keys.CONFIRM_CI95)]:.1f} over the seeded "
+                f"episodes), {_at(row)}; first crossed {crossed}"
+            )
+        if not checks.empty:
+            best = checks[confirm].max()
+            return (
+                f"{column} >= {aim_at:g}: not reached (crossed {crossed}; never confirmed: "
+                f"{len(checks)} check(s), the best {best:.1f} over the seeded episodes)"
+            )
+        if crossed:  # (in its last iteration: no check ran after it)
+            return f"{column} >= {aim_at:g}: not reached (crossed {crossed}; not checked)"
     if hit.empty:
         return f"{column} >= {target:g}: not reached"
-    row = hit.iloc[0]
+    return f"reached {column} >= {target:g} {crossed}"
+
+
+def _at(row: Any) -> str:
+    """A result row's place in training, as the summary says it."""
     return (
-        f"reached {column} >= {target:g} after {row[keys.flat(keys.TRAIN_TIME_S)]:.1f} s of "
-        f"training ({row[keys.flat(keys.ENV_STEPS)]:,.0f} env steps)"
+        f"after {row[keys.flat(keys.TRAIN_TIME_S)]:.1f} s of training "
+        f"({row[keys.flat(keys.ENV_STEPS)]:,.0f} env steps)"
     )
 
 
