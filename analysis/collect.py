@@ -91,6 +91,7 @@ CONFIRM_COLUMNS = [
     "confirm_greedy_return",  # the greedy policy on the same episodes
     "confirm_sampled_return",  # the sampled policy on them (NaN for a Q-learner)
     "confirm_checks",  # checks so far, lifetime
+    "confirm_cut",  # of the check's episodes, those ended at the env's time limit
 ]
 ITERATION_COLUMNS = [
     "training_iteration",

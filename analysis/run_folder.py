@@ -425,6 +425,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "confirm_greedy_return": number(keys.get(result, keys.CONFIRM_GREEDY_RETURN)),
         "confirm_sampled_return": number(keys.get(result, keys.CONFIRM_SAMPLED_RETURN)),
         "confirm_checks": number(keys.get(result, keys.CONFIRM_CHECKS)),
+        "confirm_cut": number(keys.get(result, keys.CONFIRM_CUT)),
         **_cpu_columns(result),
     }
 

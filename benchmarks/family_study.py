@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from sweeps.env_family import FamilyEnv
 
 PAGE = "STUDY.md"
@@ -70,11 +72,29 @@ def judged(table: Path, budget_s: float) -> list[tuple[Pair, str]]:
             cell = "miss"
         elif r["trial_id"] in crossed.index and r["signal"] != "greedy_return":
             first = float(crossed[r["trial_id"]])
-            cell = f"miss (best {greedy:.1f}; crossed at {first:.0f} s, never confirmed)"
+            checked = _best_check(runs[runs["trial_id"] == r["trial_id"]])
+            cell = f"miss (best {greedy:.1f}; crossed at {first:.0f} s, never confirmed{checked})"
         else:
             cell = f"miss (best {greedy:.1f})"
         out.append((pair, cell))
     return out
+
+
+def _best_check(trial: Any) -> str:
+    """A trial's best check of its target, as a miss's cell adds it: its mean over the seeded
+    games, and how many of them its policy played to the env's time limit (a policy that loops
+    from some starts: Taxi's) where its table counts them; empty without a check."""
+    if "confirm_return" not in trial:
+        return ""
+    checks = trial[trial["confirm_return"].notna()]
+    if checks.empty:
+        return ""
+    best = checks.loc[checks["confirm_return"].idxmax()]
+    text = f": its best check {best['confirm_return']:.1f}"
+    cut = best.get("confirm_cut", math.nan)
+    if not pd.isna(cut) and cut > 0:
+        text += f", {cut:.0f} of {best['confirm_episodes']:.0f} games to the time limit"
+    return text
 
 
 def outcomes(table: Path, budget_s: float) -> list[Pair]:

@@ -234,6 +234,32 @@ def test_the_checks_play_the_same_seeded_episodes_each_time():
     assert greedy.sampled == first.sampled
 
 
+def test_a_check_counts_the_episodes_its_policy_played_to_the_time_limit():
+    """A greedy policy that never ends an episode (on Taxi: always south) plays each of them to
+    the env's time limit; the check says how many, and so does its progress line."""
+    import torch
+
+    from sweeps.harness.reporting import check_line
+
+    class South(torch.nn.Module):
+        """A Q-learner's face (its actions, no distribution to sample): action 0, south."""
+
+        def forward_inference(self, batch):
+            return {"actions": torch.zeros(len(batch["obs"]), dtype=torch.long)}
+
+    spec = confirm.Spec(target=7.5, episodes=3, judged=keys.flat(keys.GREEDY_RETURN))
+    check = confirm.play_check(South(), "Taxi-v3", {}, spec)
+    assert check.value == -200.0 and check.cut == 3  # 200 steps of -1 each, cut at Taxi's 200
+    confirmation = confirm.Confirmation(spec, play=lambda _: check)
+    # (its 10-game greedy estimate crossed 7.5)
+    figures, _ = confirmation.after_result(None, MetricsLogger(root=True), 8.0, 60.0)
+    result = {"env_runners": {"num_env_steps_sampled_lifetime": 500}, keys.SUITE: figures}
+    line = check_line("t0", result)
+    assert (
+        "-200.0 ± 0.0 over 3 seeded episodes, greedy; 3 of them ran to the env's time limit" in line
+    )
+
+
 # --- analysis -------------------------------------------------------------------------------
 
 

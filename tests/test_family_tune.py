@@ -438,3 +438,22 @@ def test_the_page_of_a_study_that_is_not_there_is_one_line_and_exit_2(tmp_path, 
         family_tune.main(["--algo", "appo", "--record", str(tmp_path), "--page"])
     assert stop.value.code == 2 and "no study in" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_miss_whose_crossing_was_never_confirmed_shows_its_best_check(tmp_path):
+    import pandas as pd
+
+    from analysis.collect import read_runs_csv, write_runs_csv
+    from benchmarks import family_study
+
+    # Ape-X's seed-0 Taxi run of record: its greedy estimate crossed 7.5, no check confirmed it
+    taxi = read_runs_csv(BEFORE / "family-before-apex-s0-taxi-v3.csv.gz")
+    ((_, cell),) = family_study.judged(BEFORE / "family-before-apex-s0-taxi-v3.csv.gz", 300.0)
+    best = taxi["confirm_return"].max()
+    assert cell.endswith(f"never confirmed: its best check {best:.1f})"), cell
+    # A table that counts the games played to the time limit says how many its best check had
+    taxi["confirm_cut"] = taxi["confirm_return"].notna() * 4.0
+    counted = tmp_path / "taxi.csv.gz"
+    write_runs_csv(pd.DataFrame(taxi), counted)
+    ((_, cell),) = family_study.judged(counted, 300.0)
+    assert cell.endswith(f"its best check {best:.1f}, 4 of 100 games to the time limit)"), cell

@@ -14,7 +14,9 @@ only if their mean reaches it: ``suite/confirm_return`` is what ``--stop-reward`
   greedy policy where the greedy evaluation judges (cabs, any Gymnasium env); the other figure is
   beside (``suite/confirm_greedy_return``, ``suite/confirm_sampled_return``). A policy-gradient
   method trains the distribution, and its arg-max can play far worse (APPO on Pong) or far
-  better (IMPALA on cabs, whose sampled policy keeps its entropy bonus's spread).
+  better (IMPALA on cabs, whose sampled policy keeps its entropy bonus's spread). A check also
+  counts the episodes that policy played to the env's time limit (``suite/confirm_cut``): a
+  greedy policy that loops from a few starts (Taxi's) fails a check by those alone.
 * **When a check runs**: at each crossing of the target from below (the first included); while
   the judged figure stays at or above it, again once the training time since the last check is
   ``RECHECK_FACTOR`` times that check's seconds (a check then costs at most about a tenth of the
@@ -86,6 +88,7 @@ class Check:
     episodes: int
     seconds: float
     policy: str  # which of the two is ``value``: "greedy" or "sampled"
+    cut: int = 0  # of its episodes, those that ended at the env's time limit (held_out_eval.Played)
 
 
 def learner_module(algorithm: Any) -> Any:
@@ -118,7 +121,8 @@ def play_check(module: Any, env_id: str, env_config: dict, spec: Spec) -> Check:
     greedy = play(module, env_id, env_config, spec.episodes, spec.seed)
     sampled = play(module, env_id, env_config, spec.episodes, spec.seed, sampled=True)
     on_sampled = spec.sampled and sampled is not None
-    value, half = ci95(sampled if on_sampled else greedy)
+    judging = sampled if on_sampled else greedy
+    value, half = ci95(judging)
     return Check(
         value=value,
         ci95=half,
@@ -127,6 +131,7 @@ def play_check(module: Any, env_id: str, env_config: dict, spec: Spec) -> Check:
         episodes=spec.episodes,
         seconds=time.perf_counter() - started,
         policy="sampled" if on_sampled else "greedy",
+        cut=sum(getattr(judging, "cut", ())),
     )
 
 
@@ -211,6 +216,7 @@ class Confirmation:
             keys.CONFIRM_GREEDY_RETURN[-1]: check.greedy if check else nan,
             keys.CONFIRM_SAMPLED_RETURN[-1]: check.sampled if check else nan,
             keys.CONFIRM_SAMPLED[-1]: float(check.policy == "sampled") if check else nan,
+            keys.CONFIRM_CUT[-1]: float(check.cut) if check else nan,
             keys.CONFIRM_EPISODES[-1]: float(self.spec.episodes),
             keys.CONFIRM_TARGET[-1]: self.spec.target,
             keys.CONFIRM_CHECKS[-1]: self._get(metrics, "checks"),

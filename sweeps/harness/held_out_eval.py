@@ -144,15 +144,28 @@ def _frames(env_id: str) -> bool:
 MAX_STEPS = 100_000  # a played episode still running after this many steps counts as it stands
 
 
+class Played(list):
+    """Episode returns (a list, as every caller reads them) and, per episode, whether it ended at
+    the env's time limit (truncated, or still running at ``MAX_STEPS``) rather than by the env's
+    own end: a greedy policy that loops from some starts (Taxi's) shows there."""
+
+    cut: list[bool]
+
+    def __init__(self, returns: Any, cut: Any) -> None:
+        super().__init__(float(r) for r in returns)
+        self.cut = [bool(c) for c in cut]
+
+
 def play(
     module: Any, env_id: str, env_config: dict, episodes: int, seed: int, sampled: bool = False
-) -> list[float] | None:
+) -> Played | None:
     """Returns of ``episodes`` episodes, the i-th reset with seed ``seed + i``, played side by
     side in one vector env (each sub-env's first episode counts): greedy, or with ``sampled``
     the actions drawn from the module's distribution (torch's generator seeded ``seed`` for the
     episodes, and left as it was found); None when ``sampled`` and the module has no
     distribution to sample (``sampled_actions``). An episode still running after ``MAX_STEPS``
-    steps (an env without a time limit) counts with its return so far."""
+    steps (an env without a time limit) counts with its return so far. Which episodes ended at
+    the time limit: ``Played.cut``."""
     import gymnasium as gym
     import torch
 
@@ -173,6 +186,7 @@ def play(
         obs, _ = vector_env.reset(seed=[seed + i for i in range(episodes)])
         returns = np.zeros(episodes)
         running = np.ones(episodes, dtype=bool)
+        cut = np.zeros(episodes, dtype=bool)
         for _ in range(MAX_STEPS):
             if not running.any():
                 break
@@ -182,9 +196,10 @@ def play(
                 return None
             obs, reward, terminated, truncated, _ = vector_env.step(to_env(actions))
             returns += np.where(running, reward, 0.0)
+            cut |= running & truncated & ~terminated
             running &= ~(terminated | truncated)
     vector_env.close()
-    return returns.tolist()
+    return Played(returns, cut | running)
 
 
 @functools.lru_cache(maxsize=8)

@@ -100,6 +100,7 @@ CONFIRM_GREEDY_RETURN: Key = (SUITE, "confirm_greedy_return")  # greedy, on the 
 CONFIRM_SAMPLED_RETURN: Key = (SUITE, "confirm_sampled_return")  # sampled (NaN: a Q-learner)
 CONFIRM_SAMPLED: Key = (SUITE, "confirm_sampled")  # 1: CONFIRM_RETURN is the sampled policy's
 CONFIRM_EPISODES: Key = (SUITE, "confirm_episodes")
+CONFIRM_CUT: Key = (SUITE, "confirm_cut")  # of them, episodes ended at the env's time limit
 CONFIRM_TARGET: Key = (SUITE, "confirm_target")
 CONFIRM_CHECKS: Key = (SUITE, "confirm_checks")  # checks so far, lifetime
 TARGET_CONFIRMED: Key = (SUITE, "target_confirmed")  # 1 once a check reached the target

@@ -250,6 +250,9 @@ def check_line(trial_id: str, result: dict) -> str | None:
     other = keys.CONFIRM_GREEDY_RETURN if sampled else keys.CONFIRM_SAMPLED_RETURN
     if _finite(keys.get(result, other)) is not None:
         played += f" ({'greedy' if sampled else 'sampled'} {_fmt(keys.get(result, other))})"
+    cut = _finite(keys.get(result, keys.CONFIRM_CUT))
+    if cut:  # (a policy that loops from some starts plays to the time limit there)
+        played += f"; {cut:.0f} of them ran to the env's time limit"
     confirmed = keys.get(result, keys.TARGET_CONFIRMED) == 1
     verdict = "confirmed" if confirmed else "not confirmed: training goes on"
     steps = _fmt(keys.get(result, keys.ENV_STEPS), ".0f")
