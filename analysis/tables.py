@@ -376,7 +376,8 @@ def _checks(trial: pd.DataFrame, hit: pd.DataFrame) -> dict[str, float]:
         check, count = checks.loc[checks["confirm_return"].idxmax()], len(checks)
     else:
         return {"checks": 0.0, "check_return": math.nan, "check_ci95": math.nan,
-                "check_greedy": math.nan, "check_sampled": math.nan}  # fmt: skip
+                "check_greedy": math.nan, "check_sampled": math.nan, "check_cut": math.nan,
+                "check_episodes": math.nan}  # fmt: skip
     count = float(count) if not pd.isna(count) else float(len(checks))
     return {
         "checks": count,
@@ -384,6 +385,9 @@ def _checks(trial: pd.DataFrame, hit: pd.DataFrame) -> dict[str, float]:
         "check_ci95": float(check["confirm_ci95"]),
         "check_greedy": float(check["confirm_greedy_return"]),
         "check_sampled": float(check.get("confirm_sampled_return", math.nan)),
+        # of its episodes, those played to the env's time limit (NaN: a table before the count)
+        "check_cut": float(check.get("confirm_cut", math.nan)),
+        "check_episodes": float(check.get("confirm_episodes", math.nan)),
     }
 
 

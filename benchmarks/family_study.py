@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from sweeps.env_family import FamilyEnv
 
 PAGE = "STUDY.md"
@@ -72,7 +70,7 @@ def judged(table: Path, budget_s: float) -> list[tuple[Pair, str]]:
             cell = "miss"
         elif r["trial_id"] in crossed.index and r["signal"] != "greedy_return":
             first = float(crossed[r["trial_id"]])
-            checked = _best_check(runs[runs["trial_id"] == r["trial_id"]])
+            checked = _best_check(r)
             cell = f"miss (best {greedy:.1f}; crossed at {first:.0f} s, never confirmed{checked})"
         else:
             cell = f"miss (best {greedy:.1f})"
@@ -80,20 +78,18 @@ def judged(table: Path, budget_s: float) -> list[tuple[Pair, str]]:
     return out
 
 
-def _best_check(trial: Any) -> str:
-    """A trial's best check of its target, as a miss's cell adds it: its mean over the seeded
-    games, and how many of them its policy played to the env's time limit (a policy that loops
-    from some starts: Taxi's) where its table counts them; empty without a check."""
-    if "confirm_return" not in trial:
+def _best_check(row: Any) -> str:
+    """A trial's best check of its target (``analysis.tables``' ``check_*`` figures of its
+    confirmed-target row), as a miss's cell adds it: its mean over the seeded games, and how many
+    of them its policy played to the env's time limit (a policy that loops from some starts:
+    Taxi's) where its table counts them; empty without a check."""
+    value = float(row.get("check_return", math.nan))
+    if math.isnan(value):
         return ""
-    checks = trial[trial["confirm_return"].notna()]
-    if checks.empty:
-        return ""
-    best = checks.loc[checks["confirm_return"].idxmax()]
-    text = f": its best check {best['confirm_return']:.1f}"
-    cut = best.get("confirm_cut", math.nan)
-    if not pd.isna(cut) and cut > 0:
-        text += f", {cut:.0f} of {best['confirm_episodes']:.0f} games to the time limit"
+    text = f": its best check {value:.1f}"
+    cut = float(row.get("check_cut", math.nan))
+    if cut > 0:  # (False for NaN)
+        text += f", {cut:.0f} of {float(row['check_episodes']):.0f} games to the time limit"
     return text
 
 
@@ -117,8 +113,9 @@ def _repeats(trial: Any, earlier: Any) -> bool:
 
 def best_so_far(algo: str, latest: dict[str, Any], whole: dict[str, float]) -> list[str]:
     """The page's verdict so far: the complete trial of the highest score against the defaults'
-    (each over every env), with its values as the benchmark's ``--set`` flags, to try it on an
-    env of one's own before the study ends (``BEST.json`` holds the same once it has)."""
+    (each over every env, as the page scores them), with its values as the benchmark's ``--set``
+    flags, to try it on an env of one's own before the study ends (``BEST.json``, written at the
+    end, ranks by the scores the trials were told when they ran)."""
     done = {
         tag: whole[tag]
         for tag, trial in latest.items()

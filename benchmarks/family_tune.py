@@ -305,7 +305,8 @@ class Study:
 
     def differs(self) -> str | None:
         """How this command's ``judged_by`` differs from the one its study's journal recorded,
-        as one line naming the flags to give; None where they agree or nothing is recorded."""
+        as one line naming the flags to give; None where they agree, or where there is no study
+        yet. Read as the journal is (a tuner may be appending to it)."""
         import optuna
 
         from sweeps.harness import storage
@@ -315,13 +316,20 @@ class Study:
             return None
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         try:
-            url = storage.optuna_storage(str(journal))
+            url = storage.optuna_storage(str(journal), read_only=True)
             study = optuna.load_study(study_name=self.name, storage=url)
         except KeyError:  # (another study's journal: create_study adds this one to it)
             return None
         recorded = study.user_attrs.get(JUDGED_BY)
         if not recorded:
-            return None
+            if not study.get_trials(deepcopy=False):
+                return None  # (the first command records its own)
+            return (
+                f"the study {self.name!r} in {self.record} has trials but does not say what "
+                f"judged them (its {JUDGED_BY!r} attribute, recorded by the first command "
+                "since the tuner keeps it): record it with the flags its trials ran with "
+                "(study.set_user_attr), or --name for a new study"
+            )
         flags = {"budget_scale": "--budget-scale", "benchmark_seeds": "--benchmark-seeds"}
         flags |= {"seed": "--seed", "envs": "--envs", "algo": "--algo"}
         now = self.judged_by()
@@ -334,8 +342,9 @@ class Study:
             for k in changed
         )
         return (
-            f"the study {self.name!r} in {self.record} was judged with {shown}: give the same, "
-            "or --name for a new study"
+            f"the study {self.name!r} in {self.record} was judged with {shown}: give the same "
+            "(the envs in the same order: the pruner compares trials env by env), or --name for "
+            "a new study"
         )
 
     def table(self, tag: str, env: FamilyEnv) -> Path:
@@ -512,7 +521,7 @@ def _tune(runs: Study) -> int:
         pruner=optuna.pruners.MedianPruner(n_startup_trials=3),
         load_if_exists=True,
     )
-    if JUDGED_BY not in study.user_attrs:  # (main refuses a command that differs from it)
+    if not study.get_trials(deepcopy=False):  # a new study: main refuses others from now on
         study.set_user_attr(JUDGED_BY, runs.judged_by())
     study.sampler = _sampler(runs.seed, len(study.get_trials(deepcopy=False)))
     close_stale_study_trials(url, name)  # a trial a killed run left open

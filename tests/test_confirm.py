@@ -250,6 +250,9 @@ def test_a_check_counts_the_episodes_its_policy_played_to_the_time_limit():
     spec = confirm.Spec(target=7.5, episodes=3, judged=keys.flat(keys.GREEDY_RETURN))
     check = confirm.play_check(South(), "Taxi-v3", {}, spec)
     assert check.value == -200.0 and check.cut == 3  # 200 steps of -1 each, cut at Taxi's 200
+    # Episodes the env itself ends are not counted: CartPole pushed left falls within 500 steps
+    fell = confirm.play_check(South(), "CartPole-v1", {}, spec)
+    assert fell.cut == 0 and fell.value < 500
     confirmation = confirm.Confirmation(spec, play=lambda _: check)
     # (its 10-game greedy estimate crossed 7.5)
     figures, _ = confirmation.after_result(None, MetricsLogger(root=True), 8.0, 60.0)
@@ -429,14 +432,15 @@ def test_the_sweep_s_summary_times_the_confirmed_target_with_the_first_crossing_
             keys.flat(keys.CONFIRM_TARGET): [10.0] * 4,
         }
     )
-    line = _time_to_target(SimpleNamespace(metrics_dataframe=history), column, 10.0)
+    # (the summary is given the run's first target, 0 as Pong's: the check's is what counts)
+    line = _time_to_target(SimpleNamespace(metrics_dataframe=history), column, 0.0)
     assert line == (
         f"reached {column} >= 10, confirmed (the policy played 10.4 ± 1.0 over the seeded "
         "episodes), after 140.2 s of training (250,188 env steps); first crossed after 133.9 s "
         "of training (231,268 env steps)"
     )
     failed = SimpleNamespace(metrics_dataframe=history.iloc[:2])  # only the failed check
-    line = _time_to_target(failed, column, 10.0)
+    line = _time_to_target(failed, column, 0.0)
     assert line.startswith(f"{column} >= 10: not reached (crossed after 133.9 s")
     assert line.endswith("never confirmed: 1 check(s), the best 9.5 over the seeded episodes)")
     # A run without checks (stopped at the first crossing) is timed by it, as before

@@ -533,19 +533,21 @@ def print_best(best: Any, record: RunRecord, judged_column: str, held_out: Any =
 
 
 def _time_to_target(result: Any, column: str, target: float) -> str:
-    """When the best trial reached the (first) target, from its own result history: where the
-    run confirms its target (``harness/confirm.py``), when a check confirmed it, the first
-    crossing beside (the target counts when the policy plays it); else the first crossing."""
+    """When the best trial reached its target, from its own result history: where the run
+    confirms a target (``harness/confirm.py``: the run's highest, as a rule), that one, when a
+    check confirmed it, its first crossing beside (the target counts when the policy plays it);
+    else when it first crossed ``target``."""
     try:
         df = result.metrics_dataframe
-        hit = df[df[column] >= target]
+        judged = df[column]
     except (AttributeError, KeyError, TypeError):
         return f"time to {column} >= {target:g}: unknown (no result history)"
-    crossed = "" if hit.empty else _at(hit.iloc[0])
     confirm = keys.flat(keys.CONFIRM_RETURN)
     aim = df.get(keys.flat(keys.CONFIRM_TARGET))
     if confirm in df and aim is not None and aim.notna().any():
         aim_at = float(aim.dropna().iloc[0])
+        hit = df[judged >= aim_at]
+        crossed = "" if hit.empty else _at(hit.iloc[0])
         checks = df[df[confirm].notna()]
         passed = checks[checks[confirm] >= aim_at]
         if not passed.empty:
@@ -553,7 +555,7 @@ def _time_to_target(result: Any, column: str, target: float) -> str:
             return (
                 f"reached {column} >= {aim_at:g}, confirmed (the policy played "
                 f"{row[confirm]:.1f} ± {row[keys.flat(keys.CONFIRM_CI95)]:.1f} over the seeded "
-                f"episodes), {_at(row)}; first crossed {crossed}"
+                f"episodes), {_at(row)}" + (f"; first crossed {crossed}" if crossed else "")
             )
         if not checks.empty:
             best = checks[confirm].max()
@@ -563,9 +565,11 @@ def _time_to_target(result: Any, column: str, target: float) -> str:
             )
         if crossed:  # (in its last iteration: no check ran after it)
             return f"{column} >= {aim_at:g}: not reached (crossed {crossed}; not checked)"
+        return f"{column} >= {aim_at:g}: not reached"
+    hit = df[judged >= target]
     if hit.empty:
         return f"{column} >= {target:g}: not reached"
-    return f"reached {column} >= {target:g} {crossed}"
+    return f"reached {column} >= {target:g} {_at(hit.iloc[0])}"
 
 
 def _at(row: Any) -> str:

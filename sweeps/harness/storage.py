@@ -203,13 +203,16 @@ def without_password(text: str) -> str:
     return re.sub(r"(://[^/:@\s]+:)[^@/\s]+@", r"\1***@", text)
 
 
-def optuna_storage(url: str) -> Any:
+def optuna_storage(url: str, read_only: bool = False) -> Any:
     """Optuna's storage at a checked ``url`` (``optuna_storage_url``): a journal file
     (``JournalStorage``) for a path, else RDBStorage; the file's folder is made first (SQLite and
-    the journal make the file, not its folder)."""
+    the journal make the file, not its folder). ``read_only``: a journal as it is, to read while
+    a writer may be appending to it (no repair of its last record, no folder made)."""
     import optuna
     from sqlalchemy.engine import make_url
 
+    if is_journal(url) and read_only:
+        return optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(url)))
     if is_journal(url):
         Path(url).parent.mkdir(parents=True, exist_ok=True)
         repair_journal(url)
