@@ -443,6 +443,10 @@ def test_the_sweep_s_summary_times_the_confirmed_target_with_the_first_crossing_
     line = _time_to_target(failed, column, 0.0)
     assert line.startswith(f"{column} >= 10: not reached (crossed after 133.9 s")
     assert line.endswith("never confirmed: 1 check(s), the best 9.5 over the seeded episodes)")
+    at_once = SimpleNamespace(metrics_dataframe=history.iloc[[0, 2, 3]])  # its first crossing
+    assert _time_to_target(at_once, column, 0.0).endswith(
+        "after 140.2 s of training (250,188 env steps); its first crossing"
+    )
     # A run without checks (stopped at the first crossing) is timed by it, as before
     plain = SimpleNamespace(metrics_dataframe=history[[*history.columns[:3]]])
     assert _time_to_target(plain, column, 10.0) == (

@@ -552,10 +552,12 @@ def _time_to_target(result: Any, column: str, target: float) -> str:
         passed = checks[checks[confirm] >= aim_at]
         if not passed.empty:
             row = passed.iloc[0]
+            at = _at(row)
+            first = "its first crossing" if at == crossed else f"first crossed {crossed}"
             return (
                 f"reached {column} >= {aim_at:g}, confirmed (the policy played "
                 f"{row[confirm]:.1f} ± {row[keys.flat(keys.CONFIRM_CI95)]:.1f} over the seeded "
-                f"episodes), {_at(row)}" + (f"; first crossed {crossed}" if crossed else "")
+                f"episodes), {at}" + (f"; {first}" if crossed else "")
             )
         if not checks.empty:
             best = checks[confirm].max()
