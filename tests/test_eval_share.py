@@ -82,3 +82,43 @@ def test_a_tiny_share_evaluates_once_and_no_share_every_iteration(ray_session):
     every = _train(share=0.0)
     assert [keys.get(r, keys.EVALUATIONS) for r in every] == [1, 2, 3, 4]
     assert all(math.isfinite(keys.get(r, keys.EVAL_RETURN_MEAN)) for r in every)
+
+
+def test_each_evaluation_counts_each_episode_it_plays_once_from_its_own_seeded_start():
+    """The N episodes side by side each count once (RLlib's own local evaluation counts the
+    first N to end, leaning to short episodes): the figures are those of held_out_eval.play on
+    the run's periodic seeds, new starts at every evaluation."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    import torch
+    from ray.rllib.utils.metrics import EPISODE_LEN_MEAN, NUM_EPISODES
+
+    from sweeps.harness.held_out_eval import periodic_seed, play
+
+    class Left(torch.nn.Module):
+        """A Q-learner's face: always action 0 (CartPole falls within a few dozen steps)."""
+
+        def forward_inference(self, batch):
+            return {"actions": torch.zeros(len(batch["obs"]), dtype=torch.long)}
+
+    config = SimpleNamespace(
+        env="CartPole-v1", env_config={}, evaluation_duration=3,
+        evaluation_duration_unit="episodes", seed=7,
+    )  # fmt: skip
+    algorithm = SimpleNamespace(config=config, metrics=MetricsLogger(root=True))
+    workers = SimpleNamespace(local_env_runner=SimpleNamespace(module=Left()))
+    for evaluation in range(2):
+        _, env_steps, agent_steps = eval_share.evaluate_within_share(algorithm, workers, share=0)
+        played = play(Left(), "CartPole-v1", {}, 3, periodic_seed(7, 3, evaluation))
+        result: dict = {}
+        eval_share.take_played(algorithm, result)
+        evaluation_results = result[keys.EVAL_RETURN_MEAN[0]][keys.EVAL_RETURN_MEAN[1]]
+        assert keys.get(result, keys.EVAL_RETURN_MEAN) == np.mean(played)
+        assert evaluation_results[NUM_EPISODES] == 3
+        assert evaluation_results[EPISODE_LEN_MEAN] == np.mean(played.lengths)
+        assert env_steps == agent_steps == sum(played.lengths) > 3
+        eval_share.take_played(algorithm, again := {})
+        assert again == {}  # taken once: a result without an evaluation carries none
+    assert periodic_seed(7, 3, 0) != periodic_seed(7, 3, 1)
+    assert eval_share.Ledger(algorithm.metrics).evaluations == 2

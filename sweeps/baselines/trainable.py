@@ -18,7 +18,7 @@ as any other:
   before any wrapper that clips rewards), as the suite's ``metrics_num_episodes_for_smoothing``;
 * the greedy return: every ``eval_interval`` iterations where ``eval_share`` of the training
   clock allows (``sweeps/harness/eval_share.py``, the four's rule), ``eval_episodes`` episodes
-  played greedily side by side (``held_out_eval.play``), seeded ``PERIODIC_SEED`` on;
+  played greedily side by side (``held_out_eval.play``), seeded by ``held_out_eval.periodic_seed``;
 * the confirmed target (``sweeps/harness/confirm.py``): the same checks, on the same seeded
   episodes, as the four's, with the same ``Confirmation`` (its state in an RLlib
   ``MetricsLogger``, as there);
@@ -46,7 +46,6 @@ from sweeps.harness import confirm as confirm_target
 from sweeps.harness import cpu_time, eval_share, keys
 from sweeps.harness.callbacks import suite_figures
 
-PERIODIC_SEED = 3_000_000  # greedy estimates' episodes: PERIODIC_SEED + 10,000 x seed + ...
 RETURN_WINDOW = 20  # training episodes in the training return (the suite's smoothing window)
 REPLAY_SAVE_LIMIT_BYTES = 256 * 2**20  # a larger replay buffer is not checkpointed
 STATE_FILE = "state.pkl"
@@ -261,11 +260,11 @@ class BaselineTrainable(tune.Trainable):
         return float(np.mean(self.returns)) if self.returns else math.nan
 
     def _evaluate(self) -> tuple[dict[str, Any], float]:
-        from sweeps.harness.held_out_eval import play
+        from sweeps.harness.held_out_eval import periodic_seed, play
 
         started = time.perf_counter()
         episodes = int(self.settings["eval_episodes"])
-        seed = PERIODIC_SEED + 10_000 * self.seed + episodes * self.evaluations
+        seed = periodic_seed(self.seed, episodes, self.evaluations)
         returns = play(self.policy(), self.env_id, self.env_config, episodes, seed)
         self.evaluations += 1
         self.greedy_return = float(np.mean(returns))

@@ -226,6 +226,7 @@ class SuiteCallbacks(RLlibCallback):
 
         env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
         trained = keys.trained_steps(result, default=math.nan)
+        eval_share.take_played(algorithm, result)  # (the periodic evaluation's, where it ran)
         greedy = number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
         if not math.isnan(greedy):
             self._greedy_return = greedy

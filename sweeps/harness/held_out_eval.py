@@ -144,16 +144,29 @@ def _frames(env_id: str) -> bool:
 MAX_STEPS = 100_000  # a played episode still running after this many steps counts as it stands
 
 
+PERIODIC_SEED = 3_000_000  # periodic greedy estimates' episodes (periodic_seed)
+
+
+def periodic_seed(run_seed: int | None, episodes: int, evaluations: int) -> int:
+    """The first seed of a run's periodic greedy evaluation after ``evaluations`` of them, each
+    of ``episodes`` episodes: every evaluation plays new starts, the same in every run of the
+    same seed (the four's and the single-process baselines' alike)."""
+    return PERIODIC_SEED + 10_000 * int(run_seed or 0) + episodes * evaluations
+
+
 class Played(list):
-    """Episode returns (a list, as every caller reads them) and, per episode, whether it ended at
-    the env's time limit (truncated, or still running at ``MAX_STEPS``) rather than by the env's
-    own end: a greedy policy that loops from some starts (Taxi's) shows there."""
+    """Episode returns (a list, as every caller reads them), each episode's length in env steps,
+    and whether it ended at the env's time limit (truncated, or still running at ``MAX_STEPS``)
+    rather than by the env's own end: a greedy policy that loops from some starts (Taxi's) shows
+    there."""
 
     cut: list[bool]
+    lengths: list[int]
 
-    def __init__(self, returns: Any, cut: Any) -> None:
+    def __init__(self, returns: Any, cut: Any, lengths: Any = ()) -> None:
         super().__init__(float(r) for r in returns)
         self.cut = [bool(c) for c in cut]
+        self.lengths = [int(n) for n in lengths]
 
 
 def play(
@@ -187,6 +200,7 @@ def play(
         returns = np.zeros(episodes)
         running = np.ones(episodes, dtype=bool)
         cut = np.zeros(episodes, dtype=bool)
+        lengths = np.zeros(episodes, dtype=np.int64)
         for _ in range(MAX_STEPS):
             if not running.any():
                 break
@@ -196,10 +210,11 @@ def play(
                 return None
             obs, reward, terminated, truncated, _ = vector_env.step(to_env(actions))
             returns += np.where(running, reward, 0.0)
+            lengths += running
             cut |= running & truncated & ~terminated
             running &= ~(terminated | truncated)
     vector_env.close()
-    return Played(returns, cut | running)
+    return Played(returns, cut | running, lengths)
 
 
 @functools.lru_cache(maxsize=8)

@@ -60,7 +60,9 @@ class Cabs(Workload):
 
         requests = args.variant == "requests"
         env_id, env_config = self.env_spec(args)
-        config = common(config, args).environment(env_id, env_config=env_config)
+        # (a cab episode is a month, whatever the policy: RLlib's own evaluation counts them)
+        config = common(config, args, episodes_one_length=True)
+        config.environment(env_id, env_config=env_config)
         model = DefaultModelConfig(fcnet_hiddens=list(hiddens), fcnet_activation="relu")
         if requests and masked_module is not None:
             return config.rl_module(

@@ -22,8 +22,12 @@ from sweeps.harness.eval_share import evaluate_within_share
 from sweeps.harness.settings import Settings
 
 
-def common(config: AlgorithmConfig, args: Settings) -> AlgorithmConfig:
-    """The settings every workload shares, from the sweep's flags."""
+def common(
+    config: AlgorithmConfig, args: Settings, *, episodes_one_length: bool = False
+) -> AlgorithmConfig:
+    """The settings every workload shares, from the sweep's flags. ``episodes_one_length``: the
+    env's episodes all have one length, so RLlib's own evaluation counts them without leaning
+    to the short ones (``eval_share.evaluate_within_share``)."""
     gpus = args.num_gpus_per_learner
     return (
         _local_fallback(_bootstrapped_vtrace(config))
@@ -44,7 +48,7 @@ def common(config: AlgorithmConfig, args: Settings) -> AlgorithmConfig:
                 explore=False, num_envs_per_env_runner=args.eval_episodes
             ),
             # Within --eval-share of the training clock (sweeps/harness/eval_share.py)
-            custom_evaluation_function=_within_share(args),
+            custom_evaluation_function=_within_share(args, episodes_one_length),
         )
         .callbacks(SuiteCallbacks)
         # An env runner that dies is restarted (a trial that fails is retried by Tune from its
@@ -59,13 +63,14 @@ def common(config: AlgorithmConfig, args: Settings) -> AlgorithmConfig:
     )
 
 
-def _within_share(args: Settings) -> Any:
+def _within_share(args: Settings, episodes_one_length: bool) -> Any:
     """The periodic evaluation, every ``--eval-interval`` iterations where it keeps to
     ``--eval-share`` of the training clock (0: always), and counted; None where it is off."""
     if not args.eval_interval:
         return None
-    share = args.eval_share
-    return functools.partial(evaluate_within_share, share=share)
+    return functools.partial(
+        evaluate_within_share, share=args.eval_share, first_episodes=not episodes_one_length
+    )
 
 
 def _bootstrapped_vtrace(config: AlgorithmConfig) -> AlgorithmConfig:
