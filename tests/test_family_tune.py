@@ -474,3 +474,24 @@ def test_a_miss_whose_crossing_was_never_confirmed_shows_its_best_check(tmp_path
     write_runs_csv(pd.DataFrame(taxi), counted)
     ((_, cell),) = family_study.judged(counted, 300.0)
     assert cell.endswith(f"its best check {best:.1f}, 4 of 100 games to the time limit)"), cell
+
+
+def test_a_trial_is_pruned_for_fewer_pairs_never_for_speed_alone():
+    import optuna
+
+    study = optuna.create_study(direction="maximize", pruner=family_tune.PairsPruner())
+    # Three complete trials: CartPole reached fast (1.8-1.9), then Acrobot by two of them
+    for steps in ({0: 1.9, 1: 2.7}, {0: 1.8, 1: 2.6}, {0: 1.85, 1: 1.85}):
+        study.add_trial(
+            optuna.trial.create_trial(value=steps[1], intermediate_values=steps, params={})
+        )
+    slow = study.ask()
+    slow.report(1.05, 0)  # CartPole reached late in its budget: as many pairs, less speed
+    assert not slow.should_prune()
+    slow.report(1.9, 1)  # Acrobot missed where the median trial had reached it: fewer pairs
+    assert slow.should_prune()
+    early = optuna.create_study(direction="maximize", pruner=family_tune.PairsPruner())
+    early.add_trial(optuna.trial.create_trial(value=2.9, intermediate_values={0: 1.9}, params={}))
+    lone = early.ask()
+    lone.report(0.0, 0)
+    assert not lone.should_prune()  # before 3 complete trials nothing is pruned
