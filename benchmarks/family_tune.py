@@ -10,9 +10,9 @@ first, each run stopping at its env's confirmed target. Its score: the pairs tha
 target, plus the mean over all pairs of the share of the budget left when they did (0 for a miss):
 one pair more always beats any speed, and time breaks ties. A trial is pruned (``PairsPruner``)
 once it has reached fewer pairs, env by env, than the median complete trial had at the same env:
-never for speed alone (Optuna's median pruner on the score pruned a trial that reached CartPole in
-45 of its 60 s, before any env that sets trials apart had run). The defaults as they stand run
-first, with the same seeds and budgets: the "before".
+never for speed alone (Optuna's median pruner on the score pruned trials that reached CartPole
+late in its budget, before any env that sets trials apart had run: ``results/gym/tune/apex``).
+The defaults as they stand run first, with the same seeds and budgets: the "before".
 
 How to run
 ----------

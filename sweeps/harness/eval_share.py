@@ -95,12 +95,13 @@ def evaluate_within_share(
     callbacks (``take_played``). RLlib's own local evaluation (``runner.sample(num_episodes=N)``
     on N sub-envs, which ``first_episodes=False`` keeps, for a workload whose episodes all have
     one length) counts the first N episodes to *end*: a sub-env whose episodes are short plays
-    several of them while a long one plays one, so the figure leans to short episodes. On Taxi
-    it read 7.5 (of an optimum of 7.93) while 29-73 of 100 seeded starts looped to the time
-    limit (the family study's Ape-X, ``results/gym/tune/apex``); where the short episodes are
-    the failures (CartPole) it reads low."""
+    several of them while a long one plays one, so the figure leans to short episodes: high
+    where short means good (Taxi's looping starts unseen: ``results/gym/tune/apex``), low where
+    short means a failure (CartPole)."""
     ledger = Ledger(algorithm.metrics)
-    if not ledger.due(_training_clock(algorithm), share):
+    from sweeps.harness.callbacks import training_clock_s
+
+    if not ledger.due(training_clock_s(algorithm.metrics), share):
         return {}, 0, 0
     config = algorithm.config
     if config.evaluation_duration_unit != "episodes":
@@ -113,12 +114,6 @@ def evaluate_within_share(
         steps = _sample_on_runner(algorithm, runner)
     ledger.spent(time.perf_counter() - started)
     return {}, steps, steps
-
-
-def _training_clock(algorithm: Any) -> float:
-    from sweeps.harness.callbacks import training_clock_s
-
-    return training_clock_s(algorithm.metrics)
 
 
 # The figures of the latest periodic evaluation, on the algorithm until the suite callbacks'
