@@ -100,6 +100,9 @@ ITERATION_COLUMNS = [
     "eval_time_s",  # wall-clock spent in greedy evaluation, cumulative
     "periodic_eval_s",  # of it, periodic greedy evaluation (the checks excluded), cumulative
     "evaluations",  # periodic greedy evaluations run, lifetime (--eval-share thins them)
+    # 1 where this iteration's periodic evaluation counted each episode once from its own seeded
+    # start (keys.PERIODIC_ONCE); NaN where none ran, or RLlib's first-N-to-end count made it
+    "periodic_once",
     "time_total_s",  # Tune's total wall-clock (includes evaluation)
     "return_mean",  # training episodes (exploring policy)
     "return_min",
@@ -120,6 +123,7 @@ ITERATION_COLUMNS = [
 OPTIONAL_COLUMNS = [
     "periodic_eval_s",
     "evaluations",
+    "periodic_once",
     "entropy",
     "steps_trained",
     *CONFIRM_COLUMNS,

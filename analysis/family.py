@@ -52,7 +52,45 @@ def family_section(
     for title, group in groups:
         if group:
             lines += [f"### {title}", "", *_table(group, algos, references), ""]
-    return lines
+    return lines + estimate_lines(loads)
+
+
+def estimate_lines(loads: Sequence[Workload]) -> list[str]:
+    """A paragraph naming the runs whose periodic greedy estimate was RLlib's count of the first
+    N episodes to end (no ``periodic_once`` in any of its iterations: runs of the four recorded
+    before the suite played each episode once itself, ``keys.PERIODIC_ONCE``), per env and
+    configuration; [] where every run's counted each episode once."""
+    old: dict[str, Counter] = {}
+    runs = 0
+    for w in loads:
+        for _, g in w.selected.groupby(tables.TRIAL_KEY, sort=True):
+            if not g["greedy_return"].notna().any():
+                continue  # no periodic evaluation: nothing estimated
+            if tables.is_library(str(g["algo"].iloc[0])):
+                runs += 1  # a single-process baseline has played each episode once from the start
+                continue
+            runs += 1
+            once = g.get("periodic_once", pd.Series(dtype=float))
+            if not (once == 1).any():
+                old.setdefault(w.title, Counter())[str(g["config"].iloc[0])] += 1
+    if not old:
+        return []
+    count = sum(sum(c.values()) for c in old.values())
+    others = "the others counted" if count < runs else "none counted"
+    where = "; ".join(
+        f"{env}: " + ", ".join(f"{config} ×{n}" for config, n in sorted(c.items()))
+        for env, c in sorted(old.items())
+    )
+    return [
+        f"**How the periodic greedy estimate counted.** It decides when a check runs, not the "
+        f"target (always the check's seeded games). {count} of {runs} runs here took RLlib's "
+        "count of the first N evaluation episodes to *end*, which leans to short episodes "
+        "(low where a short episode is a failure, as CartPole's or a MinAtar game's: a "
+        "crossing and its check can come late; high where it is a success, as Taxi's or "
+        f"MountainCar's: checks run sooner and more often); {others} each episode once, from "
+        f"its own seeded start. RLlib's count: {where}.",
+        "",
+    ]
 
 
 def _table(

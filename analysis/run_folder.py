@@ -409,6 +409,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "eval_time_s": eval_time,
         "periodic_eval_s": number(keys.get(result, keys.PERIODIC_EVAL_S)),
         "evaluations": number(keys.get(result, keys.EVALUATIONS)),
+        "periodic_once": number(keys.get(result, keys.PERIODIC_ONCE)),
         "time_total_s": total_time,
         "return_mean": number(keys.get(result, keys.RETURN_MEAN)),
         "return_min": number(keys.get(result, keys.RETURN_MIN)),

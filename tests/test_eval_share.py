@@ -112,13 +112,13 @@ def test_each_evaluation_counts_each_episode_it_plays_once_from_its_own_seeded_s
         _, env_steps, agent_steps = eval_share.evaluate_within_share(algorithm, workers, share=0)
         played = play(Left(), "CartPole-v1", {}, 3, periodic_seed(7, 3, evaluation))
         result: dict = {}
-        eval_share.take_played(algorithm, result)
+        assert eval_share.take_played(algorithm, result)  # (keys.PERIODIC_ONCE in the result)
         evaluation_results = result[keys.EVAL_RETURN_MEAN[0]][keys.EVAL_RETURN_MEAN[1]]
         assert keys.get(result, keys.EVAL_RETURN_MEAN) == np.mean(played)
         assert evaluation_results[NUM_EPISODES] == 3
         assert evaluation_results[EPISODE_LEN_MEAN] == np.mean(played.lengths)
         assert env_steps == agent_steps == sum(played.lengths) > 3
-        eval_share.take_played(algorithm, again := {})
+        assert not eval_share.take_played(algorithm, again := {})
         assert again == {}  # taken once: a result without an evaluation carries none
     assert periodic_seed(7, 3, 0) != periodic_seed(7, 3, 1)
     assert eval_share.Ledger(algorithm.metrics).evaluations == 2

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import collect, family
+from analysis import collect, family, tables
 from analysis.workload import workloads
 
 CARTPOLE = Path(__file__).resolve().parents[1] / "results" / "cartpole" / "runs.csv"
@@ -51,6 +51,32 @@ def test_the_evaluation_share_is_the_median_and_largest_of_the_trials():
     end = runs.groupby(["experiment", "trial_id"])["train_time_s"].transform("max")
     runs = runs.assign(periodic_eval_s=end * share)
     assert family.eval_share(runs) == "20% (50%)"
+
+
+def test_runs_whose_estimate_counted_the_first_episodes_to_end_are_named_per_env():
+    """A run of the four without ``periodic_once`` (recorded before the suite counted each
+    periodic episode once) is named under its env; a run with it, or a single-process baseline
+    (which always did), is not; where every run counted each once, nothing is said."""
+    runs = _two_envs()
+    acrobot = runs["env"] == "Acrobot-v1"
+    assert family.estimate_lines(workloads(runs.assign(periodic_once=1.0))) == []
+    marked = runs.assign(periodic_once=acrobot.map({True: 1.0, False: float("nan")}))
+    loads = workloads(marked)
+    text = "\n".join(family.estimate_lines(loads))
+
+    def evaluated(w):  # trials with a periodic greedy evaluation: an estimate to count
+        rows = w.selected[w.selected["greedy_return"].notna()]
+        return rows.drop_duplicates(["experiment", "trial_id"])
+
+    trials = evaluated(next(w for w in loads if w.env == "CartPole-v1"))
+    trials = trials[~trials["algo"].map(tables.is_library)]  # the baselines: always once
+    total = sum(len(evaluated(w)) for w in loads)
+    assert f"{len(trials)} of {total} runs here took RLlib's count" in text
+    assert "RLlib's count: CartPole-v1: " in text and "Acrobot-v1:" not in text
+    for config, n in trials["config"].value_counts().items():
+        assert f"{config} ×{n}" in text
+    text = "\n".join(family.family_section(loads, lambda w: None))
+    assert "**How the periodic greedy estimate counted.**" in text
 
 
 def test_runs_before_a_change_are_named_apart_in_the_same_tables(tmp_path):

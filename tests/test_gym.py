@@ -322,6 +322,8 @@ def test_benchmark_of_an_entry_point_env_runs_and_reports(corridor_benchmark):
     runs = pd.read_csv(folder / "runs.csv")
     assert set(runs["algo"]) == {"apex", "appo"}
     assert runs["greedy_return"].notna().any()  # greedy evaluation ran
+    # each evaluation counted each of its episodes once, from its own seeded start
+    assert runs.groupby("algo")["periodic_once"].max().eq(1).all()
     assert runs["random_return"].notna().all()
 
 

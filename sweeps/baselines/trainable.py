@@ -260,22 +260,16 @@ class BaselineTrainable(tune.Trainable):
         return float(np.mean(self.returns)) if self.returns else math.nan
 
     def _evaluate(self) -> tuple[dict[str, Any], float]:
-        from sweeps.harness.held_out_eval import periodic_seed, play
+        from sweeps.harness.held_out_eval import periodic_evaluation
 
         started = time.perf_counter()
         episodes = int(self.settings["eval_episodes"])
-        seed = periodic_seed(self.seed, episodes, self.evaluations)
-        returns = play(self.policy(), self.env_id, self.env_config, episodes, seed)
+        figures = periodic_evaluation(
+            self.policy(), self.env_id, self.env_config, episodes, self.seed, self.evaluations
+        )
         self.evaluations += 1
-        self.greedy_return = float(np.mean(returns))
-        evaluation = {
-            keys.ENV_RUNNER_RESULTS: {
-                keys.RETURN_MEAN[-1]: self.greedy_return,
-                keys.RETURN_MIN[-1]: float(np.min(returns)),
-                keys.RETURN_MAX[-1]: float(np.max(returns)),
-            }
-        }
-        return evaluation, time.perf_counter() - started
+        self.greedy_return = figures[keys.EPISODE_RETURN_MEAN]
+        return {keys.ENV_RUNNER_RESULTS: figures}, time.perf_counter() - started
 
     def policy(self) -> Any:
         from sweeps.baselines.policy import BaselinePolicy
@@ -324,6 +318,7 @@ class BaselineTrainable(tune.Trainable):
         }
         if evaluation:
             result[keys.EVAL_RETURN_MEAN[0]] = evaluation
+            suite[keys.PERIODIC_ONCE[-1]] = 1.0
         return result
 
     # --- checkpoints --------------------------------------------------------------------------

@@ -226,7 +226,7 @@ class SuiteCallbacks(RLlibCallback):
 
         env_steps = number(keys.get(result, keys.ENV_STEPS_SAMPLED, 0))
         trained = keys.trained_steps(result, default=math.nan)
-        eval_share.take_played(algorithm, result)  # (the periodic evaluation's, where it ran)
+        played = eval_share.take_played(algorithm, result)  # (the periodic evaluation's)
         greedy = number(keys.get(result, keys.EVAL_RETURN_MEAN, math.nan))
         if not math.isnan(greedy):
             self._greedy_return = greedy
@@ -243,6 +243,8 @@ class SuiteCallbacks(RLlibCallback):
         )
         suite.update(eval_share.Ledger(metrics_logger).figures())
         suite[keys.TRIALS_IN_ACTOR[-1]] = getattr(algorithm, "trials_in_actor", 1)
+        if played:
+            suite[keys.PERIODIC_ONCE[-1]] = 1.0
         result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')
         if self._confirm is not None:
             suite.update(self._check_target(algorithm, metrics_logger, result, train_time))

@@ -124,35 +124,18 @@ PLAYED_ATTR = "suite_periodic_played"
 
 
 def _play_first_episodes(algorithm: Any, module: Any, evaluations: int) -> int:
-    """The configured episodes, each sub-env's first, played greedily by ``module``; their
-    figures left on ``algorithm`` for the callbacks; the env steps they took."""
-    from ray.rllib.utils.metrics import (
-        EPISODE_LEN_MEAN,
-        EPISODE_RETURN_MAX,
-        EPISODE_RETURN_MEAN,
-        EPISODE_RETURN_MIN,
-        NUM_EPISODES,
-    )
-
-    from sweeps.harness.held_out_eval import periodic_seed, play
+    """The configured episodes, each counted once from its own seeded start, played greedily by
+    ``module`` (``held_out_eval.periodic_evaluation``); their figures left on ``algorithm`` for
+    the callbacks; the env steps they took."""
+    from sweeps.harness.held_out_eval import periodic_evaluation
 
     config = algorithm.config
     episodes = int(config.evaluation_duration)
-    seed = periodic_seed(config.seed, episodes, evaluations)
-    returns = play(module, config.env, dict(config.env_config), episodes, seed)
-    lengths = returns.lengths
-    setattr(
-        algorithm,
-        PLAYED_ATTR,
-        {
-            EPISODE_RETURN_MEAN: sum(returns) / len(returns),
-            EPISODE_RETURN_MIN: min(returns),
-            EPISODE_RETURN_MAX: max(returns),
-            EPISODE_LEN_MEAN: sum(lengths) / len(lengths),
-            NUM_EPISODES: len(returns),
-        },
+    figures = periodic_evaluation(
+        module, config.env, dict(config.env_config), episodes, config.seed, evaluations
     )
-    return int(sum(lengths))
+    setattr(algorithm, PLAYED_ATTR, figures)
+    return int(figures[keys.NUM_ENV_STEPS_SAMPLED])
 
 
 def _sample_on_runner(algorithm: Any, runner: Any) -> int:
@@ -167,13 +150,14 @@ def _sample_on_runner(algorithm: Any, runner: Any) -> int:
     return int(sum(e.env_steps() for e in episodes))
 
 
-def take_played(algorithm: Any, result: dict) -> None:
+def take_played(algorithm: Any, result: dict) -> bool:
     """Put the latest periodic evaluation's figures, where one ran since the last result, in
     ``result`` where RLlib's evaluation results go (``keys.EVAL_RETURN_MEAN`` and beside it),
-    and take them off ``algorithm``."""
+    and take them off ``algorithm``: whether it did (``keys.PERIODIC_ONCE``)."""
     played = getattr(algorithm, PLAYED_ATTR, None)
     if not played:
-        return
+        return False
     setattr(algorithm, PLAYED_ATTR, None)
     evaluation = result.setdefault(keys.EVAL_RETURN_MEAN[0], {})
     evaluation.setdefault(keys.EVAL_RETURN_MEAN[1], {}).update(played)
+    return True

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sweeps.harness import keys
 from sweeps.harness.files import EVALUATION_FILE, atomic_write_text
 
 
@@ -215,6 +216,33 @@ def play(
             running &= ~(terminated | truncated)
     vector_env.close()
     return Played(returns, cut | running, lengths)
+
+
+def periodic_evaluation(
+    module: Any,
+    env_id: str,
+    env_config: dict,
+    episodes: int,
+    run_seed: int | None,
+    evaluations: int,
+) -> dict[str, float]:
+    """A run's periodic greedy evaluation after ``evaluations`` of them (the four's,
+    ``eval_share``, and the single-process baselines'): ``episodes`` episodes, each counted once
+    from its own seeded start (``periodic_seed``), as RLlib names an evaluation's figures under
+    ``evaluation/env_runners``: the returns' mean, min and max, the mean length, the episodes
+    and the env steps they took."""
+    played = play(
+        module, env_id, env_config, episodes, periodic_seed(run_seed, episodes, evaluations)
+    )
+    lengths = played.lengths
+    return {
+        keys.EPISODE_RETURN_MEAN: float(np.mean(played)),
+        keys.EPISODE_RETURN_MIN: float(np.min(played)),
+        keys.EPISODE_RETURN_MAX: float(np.max(played)),
+        keys.EPISODE_LEN_MEAN: float(np.mean(lengths)),
+        keys.NUM_EPISODES: float(len(played)),
+        keys.NUM_ENV_STEPS_SAMPLED: float(sum(lengths)),
+    }
 
 
 @functools.lru_cache(maxsize=8)

@@ -20,8 +20,8 @@ from typing import Any
 RLLIB_CONSTANTS = (
     "ALL_MODULES DEFAULT_MODULE_ID ENV_RUNNER_RESULTS EPISODE_LEN_MEAN EPISODE_RETURN_MAX "
     "EPISODE_RETURN_MEAN EPISODE_RETURN_MIN EVALUATION_RESULTS LEARNER_RESULTS "
-    "NUM_ENV_STEPS_SAMPLED_LIFETIME NUM_ENV_STEPS_TRAINED_LIFETIME NUM_EPISODES_LIFETIME "
-    "NUM_MODULE_STEPS_TRAINED_LIFETIME"
+    "NUM_ENV_STEPS_SAMPLED NUM_ENV_STEPS_SAMPLED_LIFETIME NUM_ENV_STEPS_TRAINED_LIFETIME "
+    "NUM_EPISODES NUM_EPISODES_LIFETIME NUM_MODULE_STEPS_TRAINED_LIFETIME"
 ).split()
 ALL_MODULES = "__all_modules__"
 DEFAULT_MODULE_ID = "default_policy"
@@ -32,8 +32,10 @@ EPISODE_RETURN_MEAN = "episode_return_mean"
 EPISODE_RETURN_MIN = "episode_return_min"
 EVALUATION_RESULTS = "evaluation"
 LEARNER_RESULTS = "learners"
+NUM_ENV_STEPS_SAMPLED = "num_env_steps_sampled"
 NUM_ENV_STEPS_SAMPLED_LIFETIME = "num_env_steps_sampled_lifetime"
 NUM_ENV_STEPS_TRAINED_LIFETIME = "num_env_steps_trained_lifetime"
+NUM_EPISODES = "num_episodes"
 NUM_EPISODES_LIFETIME = "num_episodes_lifetime"
 NUM_MODULE_STEPS_TRAINED_LIFETIME = "num_module_steps_trained_lifetime"
 
@@ -69,6 +71,11 @@ EVAL_TIME_S: Key = (SUITE, "eval_time_s")  # wall-clock spent in greedy evaluati
 # count, lifetime (sweeps/harness/eval_share.py keeps it within a share of the training clock).
 PERIODIC_EVAL_S: Key = (SUITE, "periodic_eval_s")
 EVALUATIONS: Key = (SUITE, "evaluations")
+# 1 in a result whose periodic evaluation counted each of its episodes once, from its own seeded
+# start (held_out_eval.periodic_evaluation); absent where RLlib's count of the first N episodes
+# to end made the figure (the cab env's, whose episodes all have one length, and runs recorded
+# before the suite played them itself: that count leans to short episodes).
+PERIODIC_ONCE: Key = (SUITE, "periodic_once")
 ENV_STEPS_PER_S: Key = (SUITE, "env_steps_per_s")  # env steps sampled / train_time_s (lifetime)
 GREEDY_RETURN: Key = (SUITE, "greedy_return")  # latest greedy (explore=False) eval return mean
 PCT_OF_OPTIMUM: Key = (
