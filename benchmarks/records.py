@@ -340,16 +340,32 @@ def sitting_s(plan: Sequence[Planned], at: Places) -> float:
 
 
 def listing(plan: Sequence[Planned], at: Places) -> str:
-    lines, done = [], 0
+    """Every run: its state, issues, worst case and command; then how many are collected and
+    the hours left per issue (a run serving several counts for each)."""
+    lines, done, left = [], 0, {}
     width = max((len(r.name) for r in plan), default=0) + 1
     for run in plan:
         state = status(run, at)
         done += state == "collected"
         hours = worst_case_s(run, state, at.storage) / 3600
         need = "" if state == "collected" else f"at most {hours:4.1f} h"
+        if state != "collected":
+            for issue in run.issues.split():
+                left[issue] = left.get(issue, 0.0) + hours
         command = shown(run, at.storage)
         lines.append(f"{run.name:{width}} {state:11} issues {run.issues:6} {need:13}  {command}")
-    return "\n".join([*lines, f"[records] {done} of {len(plan)} runs collected"])
+    hours = ", ".join(f"issue {i}: {h:.1f} h" for i, h in sorted(left.items()))
+    return "\n".join(
+        [
+            *lines,
+            f"[records] {done} of {len(plan)} runs collected",
+            *(
+                [f"[records] left, at most (a run that reaches its target ends sooner): {hours}"]
+                if left
+                else []
+            ),
+        ]
+    )
 
 
 def main(

@@ -126,6 +126,14 @@ def test_the_queue_takes_only_what_fits_and_says_why_it_skips(tmp_path, capsys):
     assert records.main(argv[:4]) == 0  # the listing
     listing = capsys.readouterr().out
     assert f"0 of {len(records.QUEUE)} runs collected" in listing
+    left = listing.strip().splitlines()[-1]  # the hours left per issue, each run counted for each
+    for issue in sorted({i for run in records.QUEUE for i in run.issues.split()}):
+        hours = sum(
+            queue.worst_case_s(run, "to do", at.storage) / 3600
+            for run in records.QUEUE
+            if issue in run.issues.split()
+        )
+        assert f"issue {issue}: {hours:.1f} h" in left
 
 
 def test_first_takes_the_runs_named_before_the_plan_s_order_and_refuses_unknown_names(
