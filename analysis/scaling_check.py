@@ -72,6 +72,23 @@ def replay_ratio(trial: pd.DataFrame) -> float:
     )
 
 
+def learner_share(trial: pd.DataFrame, steps: float) -> float:
+    """The learner side's CPU seconds (the trial's driver, where the learner trains with
+    ``num_learners`` 0, and any remote learners) over the env runners', when the trial had
+    sampled ``steps`` env steps; NaN where the table has no CPU accounting. A run squeezed onto
+    one core is the same run in slow motion only where this matches the two-core run's: the
+    processes then shared the core in the proportions they use their own, and an asynchronous
+    learner trained on each sample as often."""
+    columns = ("cpu_driver_s", "cpu_env_runners_s")
+    if any(c not in trial.columns or trial[c].isna().all() for c in columns):
+        return math.nan
+    learner = at_steps(trial, "cpu_driver_s", steps)
+    if "cpu_learners_s" in trial.columns and trial["cpu_learners_s"].notna().any():
+        learner += at_steps(trial.dropna(subset=["cpu_learners_s"]), "cpu_learners_s", steps)
+    runners = at_steps(trial, "cpu_env_runners_s", steps)
+    return learner / runners if runners > 0 else math.nan
+
+
 def _longest(runs: pd.DataFrame) -> pd.DataFrame:
     """The rows of one seed's run on one number of cores, in order: where it ran more than once
     (a short probe, then a run to the target), the run that sampled the most env steps."""
@@ -105,6 +122,8 @@ def seed_rows(runs: pd.DataFrame, target: float) -> pd.DataFrame:
         row["steps_error"] = row["to_steps_predicted"] / row["to_steps_measured"] - 1.0
         row["steps_ratio"] = row["steps_one"] / row["steps_two"]
         row["replay_one"], row["replay_two"] = replay_ratio(one), replay_ratio(two)
+        row["share_one"] = learner_share(one, steps)
+        row["share_two"] = learner_share(two, steps)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -115,6 +134,10 @@ def _pct(x: float) -> str:
 
 def _times(x: float) -> str:
     return "—" if not np.isfinite(x) else f"{x:.2f}×"
+
+
+def _ratio(x: float) -> str:
+    return "—" if not np.isfinite(x) else f"{x:.2f}"
 
 
 def _within(errors: pd.Series) -> str:
@@ -149,8 +172,13 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "core against measured on two: the same check on every seed, target or not. Trained per "
         "sampled: how many times the learner trained on each sample, over the run (its "
         "`steps_trained` over its env steps; — where the table predates that column): an "
-        "asynchronous learner's replay is set by its speed against its runner's, which the "
-        "cores change, and where it differs so may the env steps to the target.",
+        "asynchronous learner's replay is set by its speed against its runner's, and where it "
+        "differs so may the env steps to the target. Learner : runners CPU: the learner side's "
+        "CPU seconds (the driver, and remote learners where there are any) over the env "
+        "runners', at the same env steps: where one core's matches two cores', the processes "
+        "shared the one core in the proportions they used two, so the one-core run is the "
+        "two-core run in slow motion (and an asynchronous learner trained on each sample as "
+        "often).",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -175,7 +203,7 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
         "time, 1 core (measured)", "time, 2 cores (predicted from 1 core)",
         "time, 2 cores (measured)", "error", "same env steps",
         "time to them, 2 cores (predicted from 1 core)", "(measured)", "error",
-        "trained per sampled, 1 core", "2 cores",
+        "trained per sampled, 1 core", "2 cores", "learner : runners CPU, 1 core", "2 cores",
     ]  # fmt: skip
     body = [
         [
@@ -194,6 +222,8 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
             _pct(r["steps_error"]),
             _times(r["replay_one"]),
             _times(r["replay_two"]),
+            _ratio(r["share_one"]),
+            _ratio(r["share_two"]),
         ]
         for _, r in rows.iterrows()
     ]

@@ -89,3 +89,22 @@ def test_each_run_s_replay_is_shown_beside_its_env_steps():
     assert row["replay_one"] == pytest.approx(3.3) and math.isnan(row["replay_two"])
     text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
     assert "| 3.30× | — |" in text
+
+
+def test_the_learner_s_share_of_the_cpu_is_set_beside_on_each_core_count():
+    """Learner : runners CPU at the same env steps: the driver's CPU seconds (plus any remote
+    learners') over the env runners', one core and two; — where a run has no accounting."""
+    one = _run(1, 0, [2.0, 4.0, 6.0], [1.0, 2.0, 3.0], [0, 5, 18]).assign(
+        cpu_driver_s=[1.2, 2.4, 3.6], cpu_env_runners_s=[0.8, 1.6, 2.4]
+    )
+    two = _run(2, 0, [1.0, 2.0], [1.0, 2.0], [0, 5]).assign(
+        cpu_driver_s=[1.0, 2.0], cpu_learners_s=[0.5, 1.0], cpu_env_runners_s=[1.0, 2.0]
+    )
+    (row,) = seed_rows(pd.concat([one, two]), target=18).to_dict("records")
+    assert row["common_steps"] == 2000
+    assert row["share_one"] == pytest.approx(1.5) and row["share_two"] == pytest.approx(1.5)
+    text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
+    assert "| learner : runners CPU, 1 core | 2 cores |" in text and "| 1.50 | 1.50 |" in text
+    bare = _run(2, 0, [1.0, 2.0], [1.0, 2.0], [0, 5])
+    (row,) = seed_rows(pd.concat([one, bare]), target=18).to_dict("records")
+    assert row["share_one"] == pytest.approx(1.5) and math.isnan(row["share_two"])
