@@ -89,6 +89,14 @@ def learner_share(trial: pd.DataFrame, steps: float) -> float:
     return learner / runners if runners > 0 else math.nan
 
 
+def machine_speed(trial: pd.DataFrame) -> float:
+    """The run's machine speed: its raw env steps/s at the start (``run.json``), NaN unknown."""
+    if "raw_env_start" not in trial.columns:
+        return math.nan
+    speeds = trial["raw_env_start"].dropna()
+    return float(speeds.median()) if len(speeds) else math.nan
+
+
 def _longest(runs: pd.DataFrame) -> pd.DataFrame:
     """The rows of one seed's run on one number of cores, in order: where it ran more than once
     (a short probe, then a run to the target), the run that sampled the most env steps."""
@@ -121,6 +129,13 @@ def seed_rows(runs: pd.DataFrame, target: float) -> pd.DataFrame:
         row["to_steps_measured"] = at_steps(two, "train_time_s", steps)
         row["steps_error"] = row["to_steps_predicted"] / row["to_steps_measured"] - 1.0
         row["steps_ratio"] = row["steps_one"] / row["steps_two"]
+        # The two runs' machines: a one-core run's seconds carry its box's speed, so its
+        # prediction is also set at the two-core run's (raw env steps/s at each run's start)
+        row["speed"] = machine_speed(one) / machine_speed(two)
+        row["time_error_scaled"] = row["predicted"] * row["speed"] / row["measured_two"] - 1.0
+        row["steps_error_scaled"] = (
+            row["to_steps_predicted"] * row["speed"] / row["to_steps_measured"] - 1.0
+        )
         row["replay_one"], row["replay_two"] = replay_ratio(one), replay_ratio(two)
         row["share_one"] = learner_share(one, steps)
         row["share_two"] = learner_share(two, steps)
@@ -178,7 +193,11 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "runners', at the same env steps: where one core's matches two cores', the processes "
         "shared the one core in the proportions they used two, so the one-core run is the "
         "two-core run in slow motion (and an asynchronous learner trained on each sample as "
-        "often).",
+        "often). The two runs of a pair may have run in different stretches, on boxes of "
+        "different speed: machine speed is each run's raw env steps/s at its start (one core's "
+        "over two cores'), and the errors at the two-core run's speed scale the one-core "
+        "prediction by it (to target, to the same env steps): a proxy for the box, one process "
+        "stepping the env, not a measurement of the trial.",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -195,7 +214,9 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
         lines += [
             f"- **{algo}**: time to target {_within(g['time_error'])}; time to the same env "
             f"steps {_within(g['steps_error'])}; env steps to target one core / two cores "
-            f"{_ratio_spread(g['steps_ratio'])}.",
+            f"{_ratio_spread(g['steps_ratio'])}. At the two-core runs' machine speed: time to "
+            f"target {_within(g['time_error_scaled'])}; time to the same env steps "
+            f"{_within(g['steps_error_scaled'])}.",
         ]
     lines.append("")
     header = [
@@ -203,6 +224,7 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
         "time, 1 core (measured)", "time, 2 cores (predicted from 1 core)",
         "time, 2 cores (measured)", "error", "same env steps",
         "time to them, 2 cores (predicted from 1 core)", "(measured)", "error",
+        "machine speed, 1 core / 2 cores", "errors at the 2-core run's speed",
         "trained per sampled, 1 core", "2 cores", "learner : runners CPU, 1 core", "2 cores",
     ]  # fmt: skip
     body = [
@@ -220,6 +242,8 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
             fmt_time(r["to_steps_predicted"]),
             fmt_time(r["to_steps_measured"]),
             _pct(r["steps_error"]),
+            _times(r["speed"]),
+            f"{_pct(r['time_error_scaled'])}, {_pct(r['steps_error_scaled'])}",
             _times(r["replay_one"]),
             _times(r["replay_two"]),
             _ratio(r["share_one"]),

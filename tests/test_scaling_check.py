@@ -108,3 +108,18 @@ def test_the_learner_s_share_of_the_cpu_is_set_beside_on_each_core_count():
     bare = _run(2, 0, [1.0, 2.0], [1.0, 2.0], [0, 5])
     (row,) = seed_rows(pd.concat([one, bare]), target=18).to_dict("records")
     assert row["share_one"] == pytest.approx(1.5) and math.isnan(row["share_two"])
+
+
+def test_a_pair_from_boxes_of_different_speed_is_also_judged_at_the_two_core_run_s_speed():
+    """The one-core run's box 1.5 times as fast (raw env steps/s at the start): its prediction,
+    scaled to the two-core run's box, is 1.5 times longer; the unscaled errors stay beside."""
+    one = _run(1, 0, [2.0, 4.0, 6.0], [1.0, 2.0, 3.0], [0, 5, 18]).assign(raw_env_start=1500.0)
+    two = _run(2, 0, [1.5, 3.0, 4.5], [1.5, 3.0, 4.5], [0, 5, 18])
+    (row,) = seed_rows(pd.concat([one, two]), target=18).to_dict("records")
+    assert row["speed"] == pytest.approx(1.5)
+    assert row["time_error"] == pytest.approx(3.0 / 4.5 - 1)  # -33%
+    assert row["time_error_scaled"] == pytest.approx(0.0)
+    assert row["steps_error_scaled"] == pytest.approx(0.0)
+    text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
+    assert "| 1.50× | +0%, +0% |" in text
+    assert "At the two-core runs' machine speed: time to target median error +0%" in text
