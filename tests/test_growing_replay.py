@@ -112,3 +112,22 @@ def test_the_buffer_stores_and_samples_as_rllib_does(capacity):
 
 def _copies(chunks):
     return [pickle.loads(pickle.dumps(c)) for c in chunks]
+
+
+def test_the_run_s_seed_sets_what_rllib_s_replay_draws():
+    """RLlib's replay buffer draws its samples unseeded; ``seams.replay.seed_sampling`` seeds
+    it from the run's seed (the suite callbacks do, for the algorithm's local replay): two
+    buffers of the same contents and seed replay the same batches, other seeds other ones."""
+    from sweeps.seams.replay import seed_sampling
+
+    def sampled(seed):
+        rng = np.random.default_rng(1)
+        buffer = PrioritizedEpisodeReplayBuffer(capacity=10_000, alpha=0.6)
+        buffer.add(_copies(_chunks(rng, 97, 8, "a") + _chunks(rng, 61, 8, "b")))
+        seed_sampling(buffer, seed)
+        batch = buffer.sample(num_items=32, n_step=1, gamma=0.9, beta=0.4)
+        return np.concatenate([e.get_rewards() for e in batch])
+
+    assert np.array_equal(sampled(7), sampled(7))
+    assert not np.array_equal(sampled(7), sampled(8))
+    seed_sampling(None, 7)  # an algorithm without a local replay: nothing to seed

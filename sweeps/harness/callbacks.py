@@ -31,7 +31,7 @@ from sweeps.algorithms.apex.exploration import game_epsilon
 from sweeps.harness import confirm as confirm_target
 from sweeps.harness import cpu_time, eval_share, keys
 from sweeps.harness.values import number
-from sweeps.seams import checkpointing
+from sweeps.seams import checkpointing, replay
 
 
 def _size_torch_threads(algorithm: Any) -> None:
@@ -116,6 +116,8 @@ class SuiteCallbacks(RLlibCallback):
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         self._time_checkpoint_saving(algorithm)
         self._cpu.start(algorithm)
+        # DQN's replay draws its batches from an unseeded RNG in RLlib: the run's seed sets it
+        replay.seed_sampling(getattr(algorithm, "local_replay_buffer", None), algorithm.config.seed)
         # Start-up (building runners, learners, the DP above) is not training time.
         self._mark = time.perf_counter()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from ray.rllib.utils.replay_buffers.prioritized_episode_buffer import (
     PrioritizedEpisodeReplayBuffer,
 )
@@ -122,3 +123,17 @@ def grow_in_place(buffer: Any, cls: type) -> None:
     Waits for: a public way to choose the ``InfiniteLookbackBuffer`` class of an episode (or of
     the episodes a replay buffer stores) in RLlib."""
     buffer.__class__ = cls
+
+
+def seed_sampling(buffer: Any, seed: int | None) -> None:
+    """Seed the draws of ``buffer`` (the algorithm's local replay, DQN's; None: nothing to do)
+    from the run's ``seed``: RLlib's episode replay buffers draw their samples from ``self.rng``,
+    which ``EpisodeReplayBuffer.__init__`` makes unseeded (``np.random.default_rng(seed=None)``,
+    read from Ray 2.60.0, ``episode_replay_buffer.py``), so two runs of one seed replayed
+    different batches. The suite's columnar buffer takes a seed of its own; where it got none,
+    this sets it too. Ape-X's shards are seeded where they are built (``apex/config.py``).
+
+    Waits for: a seed in RLlib's ``replay_buffer_config``."""
+    if buffer is None or seed is None or not hasattr(buffer, "rng"):
+        return
+    buffer.rng = np.random.default_rng(int(seed))
