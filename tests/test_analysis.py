@@ -1461,3 +1461,22 @@ def test_report_says_which_games_count_in_apex_training_return():
     assert _apex_return_note(pd.DataFrame({"algo": ["dqn", "appo"]})) == ""
     note = _apex_return_note(pd.DataFrame({"algo": ["dqn", "apex"]}))
     assert "training_return_max_epsilon" in note and "rllib_episode_return_mean" in note
+
+
+def test_a_recorded_collapse_stays_one_after_the_wild_swings_that_follow_it():
+    """IMPALA on LunarLander, seed 0 (a before-run of record): its training return climbed from
+    the random policy's −191 to −148, fell to −1,024 within 20 results and swung between about
+    −600 and −1,000 to its end. Those swings made the run's step-to-step noise (70) larger than
+    its lead over random at its best (43): judged by the whole run's noise, the best no longer
+    counted as above random, and the run was not flagged. The best is judged by the noise up to
+    it (12.5)."""
+    from sweeps.harness import collapse
+
+    root = Path(__file__).resolve().parents[1]
+    table = root / "results/gym/before/family-before-impala-s0-lunarlander-v3.csv.gz"
+    runs = collect.read_runs_csv(table).sort_values("training_iteration")
+    returns = runs["return_mean"].dropna().astype(float).tolist()
+    random = float(runs["random_return"].iloc[0])
+    assert max(returns) - random < collapse.noise(returns)  # the whole run's noise: too big
+    assert stability.ended_below(runs["return_mean"], random)
+    assert collapse.ended_below(returns[:40], random)  # and live, once it had fallen

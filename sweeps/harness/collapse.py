@@ -23,12 +23,16 @@ def noise(returns: Sequence[float]) -> float:
 
 def ended_below(returns: Sequence[float], random: float | None) -> bool:
     """Whether ``returns`` (finite training returns, in iteration order) were above ``random``
-    at their best and their last ``TAIL`` average below it, each by more than the returns' own
-    ``noise``: a return that only wanders about the random policy's (a game whose first
-    iterations score what a random policy does, give or take) is no collapse. False without a
-    random return."""
+    at their best, by more than their ``noise`` up to it, and their last ``TAIL`` average below
+    it, by more than their noise over the run: a return that only wanders about the random
+    policy's (a game whose first iterations score what a random policy does, give or take) is
+    no collapse. False without a random return."""
     if not returns or random is None or math.isnan(random):
         return False
     tail = returns[-TAIL:]
-    margin = noise(returns)
-    return max(returns) - random > margin and random - sum(tail) / len(tail) > margin
+    best = max(range(len(returns)), key=returns.__getitem__)
+    # Above at its best by more than its noise up to then; below at its end by more than its
+    # noise over the whole run. (A whole run's noise for the first test would let the wild swings
+    # after a collapse, IMPALA's on LunarLander among them, erase the best that came before.)
+    above = returns[best] - random > noise(returns[: best + 1])
+    return above and random - sum(tail) / len(tail) > noise(returns)
