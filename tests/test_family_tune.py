@@ -362,9 +362,12 @@ def test_the_study_s_page_shows_each_trial_env_by_env_and_its_values(tmp_path, m
     assert re.search(r"\| trial \| .*\blr\b.*\breward_scale\b", text)  # its values, below
     # The verdict so far, with the flags that try the best trial's values on another env
     # (t0 ran APPO's seed-1 runs of record, the defaults their seed 0's: the scores in the table)
+    # (which seed reached CartPole sooner is the runs' to say: either verdict, as the scores say)
     scores = dict(re.findall(r"^\| (defaults|t0) \| [^|]+ \| (\d\.\d{3}) \|", text, re.M))
-    assert float(scores["t0"]) > float(scores["defaults"])  # seed 1 reached sooner here
-    best = f"**Best so far: t0**, score {scores['t0']} over every env (above the defaults' "
+    assert scores["t0"] != scores["defaults"]
+    above = float(scores["t0"]) > float(scores["defaults"])
+    verdict = "above" if above else "not above"
+    best = f"**Best so far: t0**, score {scores['t0']} over every env ({verdict} the defaults' "
     assert f"{best}{scores['defaults']}" in text, text
     flags = " ".join(f"--set {shlex.quote(s)}" for s in trials_of(study)[0].user_attrs["set"])
     assert f"--algos appo {flags}" in text and "lr=" in flags
