@@ -66,12 +66,10 @@ def estimate_lines(loads: Sequence[Workload]) -> list[str]:
         for _, g in w.selected.groupby(tables.TRIAL_KEY, sort=True):
             if not g["greedy_return"].notna().any():
                 continue  # no periodic evaluation: nothing estimated
-            if tables.is_library(str(g["algo"].iloc[0])):
-                runs += 1  # a single-process baseline has played each episode once from the start
-                continue
             runs += 1
             once = g.get("periodic_once", pd.Series(dtype=float))
-            if not (once == 1).any():
+            # (a single-process baseline has played each episode once from the start)
+            if not tables.is_library(str(g["algo"].iloc[0])) and not (once == 1).any():
                 old.setdefault(w.title, Counter())[str(g["config"].iloc[0])] += 1
     if not old:
         return []
