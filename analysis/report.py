@@ -9,8 +9,10 @@ workload (env + variant): each algorithm's best configuration at the workload's 
 primary metric, and one computed sentence naming the winner; the detail, reproducibility and
 an appendix of secondary metrics follow. It is generated, never hand-edited: re-running it on
 the same inputs gives the same file apart from the one "Generated on" line. Its table of every
-run is ``runs.csv``, or ``runs.csv.gz`` where an input table is gzipped (runs of record kept as
-``*.csv.gz``): the report's copy then takes the same few bytes.
+run is ``runs.csv`` (``runs.csv.gz`` where an input table is gzipped) where any input is a run
+folder: a copy of the rows the report read, which regenerates it once the folders are gone.
+Where every input is a table already (runs of record, kept one ``*.csv.gz`` per run), no copy
+is written: the report's first lines name the tables, and that command regenerates it.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from analysis.collect import (
     RUNS_CSV,
     add_inputs,
     gather,
+    is_table,
     read_runs_csv,
     tidy,
     write_runs_csv,
@@ -356,8 +359,9 @@ def _detail(w: Workload, draw: _Plots, refs: pd.DataFrame | None) -> list[str]:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_inputs(
         parser,
-        "folder to write REPORT.md, runs.csv (runs.csv.gz where an input table is gzipped) and "
-        "the PNG plots into (e.g. results/cabs)",
+        "folder to write REPORT.md, the PNG plots and, where an input is a run folder, the "
+        "table of the rows it read (runs.csv; runs.csv.gz where an input table is gzipped) into "
+        "(e.g. results/cabs)",
     )
     parser.add_argument(
         "--no-references",
@@ -407,6 +411,10 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     gzipped = any(str(i).endswith(GZIPPED) for i in args.inputs)
     csv_path = out / (f"{RUNS_CSV}.gz" if gzipped else RUNS_CSV)
+    # Its rows already live in tables (runs of record, one per run): the command line below,
+    # which names them, regenerates the report, and a copy of them all beside it would only
+    # grow the repository by the whole table at each run's report.
+    copy = not all(is_table(i) for i in [*args.inputs, *args.before, *args.rates])
     # The table lands beside its report only once the report rendered: a report that fails
     # leaves the table and the report before it as they were, in step.
     pending = csv_path.with_name(f".pending-{os.getpid()}-{csv_path.name}")
@@ -432,10 +440,22 @@ def run(args: argparse.Namespace) -> int:
             reference_note=note,
             held_out=args.held_out,
         )
-        os.replace(pending, csv_path)
+        if copy:
+            os.replace(pending, csv_path)
+        elif csv_path.exists() and not _is_input(csv_path, args):
+            csv_path.unlink()  # an earlier report's copy, of rows the inputs now hold
     finally:
         pending.unlink(missing_ok=True)
     report = out / REPORT_FILE
     atomic_write_text(report, text)
-    print(f"wrote {report} ({runs['experiment'].nunique()} experiments, {len(runs)} rows)")
+    where = csv_path if copy else "its input tables"
+    print(
+        f"wrote {report} ({runs['experiment'].nunique()} experiments, {len(runs)} rows; "
+        f"the rows: {where})"
+    )
     return 0
+
+
+def _is_input(path: Path, args: argparse.Namespace) -> bool:
+    given = [*args.inputs, *args.before, *args.rates]
+    return any(Path(i).resolve() == path.resolve() for i in given)

@@ -24,18 +24,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.collect import add_inputs, gather, write_runs_csv
+from analysis.collect import add_inputs, gather, is_table, write_runs_csv
 from analysis.fmt import fmt_int, fmt_time, markdown_table
 from sweeps.harness.errors import UsageError
 
 GOAL = 0.25  # the prediction's goal: within +-25% of the measurement
 CHECK_MD = "CHECK.md"
-CHECK_RUNS = "check-runs.csv.gz"  # the runs it read, beside it: it regenerates from them
+CHECK_RUNS = "check-runs.csv.gz"  # rows read from run folders, kept: it regenerates from them
 PAIR = ["algo", "num_env_runners", "seed"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_inputs(parser, out_help=f"folder for {CHECK_MD} and the runs table it reads ({CHECK_RUNS})")
+    add_inputs(
+        parser,
+        out_help=f"folder for {CHECK_MD} and, where an input is a run folder, the table of its "
+        f"rows ({CHECK_RUNS}), which regenerates the check with the input tables",
+    )
 
 
 def _target(runs: pd.DataFrame) -> float:
@@ -283,6 +287,20 @@ def _machine_lines(runs: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
+def keep_rows(args: argparse.Namespace, runs: pd.DataFrame) -> list[str]:
+    """The tables that regenerate the check: its inputs, a run folder's rows kept beside it in
+    ``CHECK_RUNS`` (with the rows that table held, no other input's: each run of record keeps
+    its own table, and a copy would grow the repository by it at each check)."""
+    home = Path(args.out) / CHECK_RUNS
+    same = [t for t in args.inputs if is_table(t) and Path(t).resolve() == home.resolve()]
+    others = [t for t in args.inputs if is_table(t) and t not in same]
+    if len(others) + len(same) == len(args.inputs):  # tables alone: read, nothing written
+        return list(args.inputs)
+    elsewhere = set().union(*(pd.read_csv(t, usecols=["experiment"])["experiment"] for t in others))
+    write_runs_csv(runs[~runs["experiment"].isin(elsewhere)], home)
+    return [str(home), *others]
+
+
 def run(args: argparse.Namespace) -> int:
     collection = gather(args.inputs)
     runs = collection.runs
@@ -291,12 +309,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the runs hold no CPU accounting (run before per-process CPU time)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    # The runs it read, beside it (the command below regenerates from them), unless they are
-    # that very table
-    sole = [Path(p).resolve() for p in args.inputs] == [(out / CHECK_RUNS).resolve()]
-    if not sole:
-        write_runs_csv(runs, out / CHECK_RUNS)
-    command = shlex.join(["python", "-m", "analysis", "scaling-check", str(out / CHECK_RUNS)])
+    command = shlex.join(["python", "-m", "analysis", "scaling-check", *keep_rows(args, runs)])
     command += f" --out {shlex.quote(str(out))}"
     text = "\n".join(check_lines(runs, command))
     (out / CHECK_MD).write_text(text)

@@ -143,8 +143,7 @@ class RecordRun:
     def report(self, at: Places) -> tuple[list[str], list[str]] | None:
         """The Pong report; after a check run, the check's (``check_command``)."""
         if self.one_core:
-            written = [str(at / CHECKS / CHECK_MD), str(at / CHECKS / CHECK_RUNS)]
-            return check_command(at), written
+            return check_command(at), [str(at / CHECKS / CHECK_MD)]
         return report_command(at / RESULTS, at / REPORT), records.report_paths(at / REPORT)
 
     def partner(self) -> RecordRun | None:

@@ -166,8 +166,8 @@ def shown(run: Planned, storage: Path) -> str:
 
 def report_paths(out: Path) -> list[str]:
     """Git pathspecs of what a report writes in ``out`` (its charts, added or removed, not the
-    folders beside it)."""
-    return [str(out / "REPORT.md"), str(out / "runs.csv.gz"), f":(glob){out}/*.png"]
+    folders beside it; no table: a report over the runs' own tables copies none of them)."""
+    return [str(out / "REPORT.md"), f":(glob){out}/*.png"]
 
 
 # --- Running one ---------------------------------------------------------------------------------

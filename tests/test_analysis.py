@@ -469,15 +469,32 @@ def test_a_csv_gz_table_is_gzipped_deterministic_and_read_like_a_csv(suite_dir, 
     assert len(_table(capsys.readouterr().out)) == 3
 
 
-def test_a_report_of_gzipped_tables_writes_its_table_gzipped(suite_dir, tmp_path):
-    """Runs of record kept as .csv.gz: the report's own table is runs.csv.gz, the same rows."""
+def test_a_report_of_tables_alone_copies_no_rows_and_one_with_a_folder_copies_them_gzipped(
+    suite_dir, tmp_path, capsys
+):
+    """Runs of record kept one .csv.gz per run: a report over them alone writes no copy of their
+    rows (its command, which names them, regenerates it) and removes an earlier report's copy; a
+    report that also read a run folder keeps what it read beside it, as runs.csv.gz."""
     table = tmp_path / "dqn.csv.gz"
     assert main(["collect", str(suite_dir / "dqn_bench"), "--out", str(table)]) == 0
     out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs.csv.gz").write_bytes(b"an earlier report's copy")
     assert main(["report", str(table), "--out", str(out)]) == 0
+    assert "the rows: its input tables" in capsys.readouterr().out
+    assert sorted(p.name for p in out.glob("runs.csv*")) == []
+    assert f"report {table} --out" in (out / "REPORT.md").read_text()
+    assert main(["report", str(table), str(suite_dir / "apex_bench_1"), "--out", str(out)]) == 0
     assert not (out / "runs.csv").exists()
     written = collect.read_runs_csv(out / "runs.csv.gz")
-    pd.testing.assert_frame_equal(written, collect.read_runs_csv(table))
+    assert set(written["experiment"]) == {
+        *collect.read_runs_csv(table)["experiment"],
+        "apex_bench_1",
+    }
+    # From that table alone, as the module's docstring shows: it is read, not written again.
+    before = (out / "runs.csv.gz").read_bytes()
+    assert main(["report", str(out / "runs.csv.gz"), "--out", str(out)]) == 0
+    assert (out / "runs.csv.gz").read_bytes() == before
 
 
 def test_a_report_that_fails_to_render_leaves_its_table_and_report_as_they_were(

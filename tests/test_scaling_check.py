@@ -123,3 +123,27 @@ def test_a_pair_from_boxes_of_different_speed_is_also_judged_at_the_two_core_run
     text = "\n".join(check_lines(pd.concat([one, two]), "python -m analysis ..."))
     assert "| 1.50× | +0%, +0% |" in text
     assert "At the two-core runs' machine speed: time to target median error +0%" in text
+
+
+def test_the_check_keeps_beside_it_only_the_rows_no_input_table_holds(tmp_path):
+    """A run folder's rows (gone from a fresh checkout) are kept in ``check-runs.csv.gz`` with
+    those it held; a run of record's, which has its own table, are not copied there."""
+    import argparse
+
+    from analysis.collect import write_runs_csv
+    from analysis.scaling_check import CHECK_RUNS, keep_rows
+
+    folder = _run(1, 0, [1.0], [1.0], [0], name="folder")  # read from a run folder
+    kept = _run(2, 0, [1.0], [1.0], [0], name="kept")  # what the check's table held
+    record = _run(1, 1, [1.0], [1.0], [0], name="record")  # a run of record's own table
+    home, own = tmp_path / CHECK_RUNS, tmp_path / "record.csv.gz"
+    write_runs_csv(kept, home)
+    write_runs_csv(record, own)
+    runs = pd.concat([folder, kept, record], ignore_index=True)
+    tables = [str(home), str(own)]
+    args = argparse.Namespace(inputs=[*tables, "runs/folder"], out=str(tmp_path))
+    assert keep_rows(args, runs) == tables  # the command that regenerates it
+    assert sorted(pd.read_csv(home)["experiment"].unique()) == ["folder-1core", "kept-2core"]
+    before = home.read_bytes()
+    assert keep_rows(argparse.Namespace(inputs=tables, out=str(tmp_path)), runs) == tables
+    assert home.read_bytes() == before  # tables alone: read, not written
