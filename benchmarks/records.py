@@ -32,6 +32,7 @@ are left fit in its hours (never with ``--fill``); they are one group.
 from __future__ import annotations
 
 import argparse
+import glob
 import os
 import shlex
 import signal
@@ -265,9 +266,22 @@ def execute(
 
 
 def commit_paths(paths: Sequence[str], message: str) -> int:
-    """Commit ``paths`` (new ones added first), and nothing else staged; git's exit status."""
+    """Commit ``paths`` (new ones added first), and nothing else staged; git's exit status. A
+    path neither on disk nor known to git is left out (git refuses the whole commit over one: a
+    report that no longer writes a file its queue, started before the change, still names)."""
+    paths = [p for p in paths if _matched(p)]
     subprocess.call(["git", "add", "--", *paths])
     return _call(["git", "commit", "-q", "-m", message, "--", *paths], "committing")
+
+
+def _matched(spec: str) -> bool:
+    """Whether a git pathspec (a path, or ``:(glob)`` and a pattern) names a file on disk or one
+    git tracks (a deleted one: its deletion is committed)."""
+    pattern = spec.removeprefix(":(glob)")
+    if glob.glob(pattern) if pattern != spec else Path(spec).exists():
+        return True
+    tracked = subprocess.run(["git", "ls-files", "--", spec], capture_output=True, text=True)
+    return bool(tracked.stdout.strip())
 
 
 # --- The command ---------------------------------------------------------------------------------

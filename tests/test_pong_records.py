@@ -325,6 +325,27 @@ def test_the_report_goes_to_its_own_folder_and_its_commit_holds_only_its_files(
     assert status.strip() == "M results/pong/notes.md"
 
 
+def test_a_commit_leaves_out_a_path_that_neither_exists_nor_is_tracked(tmp_path, monkeypatch):
+    """A queue started before its report stopped writing a file still names it: the commit
+    takes the rest (git refuses a whole commit over one unknown pathspec)."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.setenv(var, "t@t")
+    subprocess.run(["git", "init", "-q"], check=True)
+    Path("kept.md").write_text("before")
+    Path("copy.csv.gz").write_text("rows")
+    subprocess.run(["git", "add", "."], check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "before"], check=True)
+    Path("kept.md").write_text("after")
+    Path("copy.csv.gz").unlink()  # tracked, deleted: the deletion is committed
+    paths = ["kept.md", "copy.csv.gz", "never.csv.gz", ":(glob)charts/*.png"]
+    assert queue.commit_paths(paths, "a run") == 0
+    committed = subprocess.run(
+        ["git", "show", "--name-status", "--format=", "HEAD"], capture_output=True, text=True
+    ).stdout.split()
+    assert committed == ["D", "copy.csv.gz", "M", "kept.md"]
+
+
 def test_a_check_run_regenerates_the_check_over_the_checks_and_their_two_core_runs(tmp_path):
     """After a one-core run, ``CHECK.md`` over the runs it read before (the cab env's checks),
     every one-core run collected and each one's two-core run of record, seed for seed."""
