@@ -27,11 +27,16 @@ import pandas as pd
 from analysis.collect import add_inputs, gather, is_table, write_runs_csv
 from analysis.fmt import fmt_int, fmt_time, markdown_table
 from sweeps.harness.errors import UsageError
+from sweeps.harness.files import atomic_write_text
 
 GOAL = 0.25  # the prediction's goal: within +-25% of the measurement
 CHECK_MD = "CHECK.md"
 CHECK_RUNS = "check-runs.csv.gz"  # rows read from run folders, kept: it regenerates from them
 PAIR = ["algo", "num_env_runners", "seed"]
+# A two-core run begun within this long after its one-core run ended ran in its sitting: on the
+# same box, in the same stretch (benchmarks/pong_records.py runs it right after).
+SITTING_S = 3 * 3600.0
+RECORD, SITTING = "of record", "same sitting"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,10 +91,10 @@ def learner_share(trial: pd.DataFrame, steps: float) -> float:
     columns = ("cpu_driver_s", "cpu_env_runners_s")
     if any(c not in trial.columns or trial[c].isna().all() for c in columns):
         return math.nan
-    learner = at_steps(trial, "cpu_driver_s", steps)
+    learner = at_steps(trial.dropna(subset=["cpu_driver_s"]), "cpu_driver_s", steps)
     if "cpu_learners_s" in trial.columns and trial["cpu_learners_s"].notna().any():
         learner += at_steps(trial.dropna(subset=["cpu_learners_s"]), "cpu_learners_s", steps)
-    runners = at_steps(trial, "cpu_env_runners_s", steps)
+    runners = at_steps(trial.dropna(subset=["cpu_env_runners_s"]), "cpu_env_runners_s", steps)
     return learner / runners if runners > 0 else math.nan
 
 
@@ -109,42 +114,80 @@ def _longest(runs: pd.DataFrame) -> pd.DataFrame:
     return chosen.sort_values("training_iteration")
 
 
+def _span(trial: pd.DataFrame) -> tuple[float, float]:
+    """When a run's training began and ended (seconds since the epoch; NaN unknown): its
+    ``started_at``, and that plus its last result's time."""
+    if "started_at" not in trial.columns:
+        return math.nan, math.nan
+    started = pd.to_datetime(trial["started_at"].dropna(), utc=True, errors="coerce").dropna()
+    if started.empty:
+        return math.nan, math.nan
+    begin = started.iloc[0].timestamp()
+    return begin, begin + float(trial["time_total_s"].max())
+
+
+def _sitting(one: pd.DataFrame, two_core: pd.DataFrame) -> pd.DataFrame | None:
+    """The two-core run of ``one``'s sitting: the first to begin within ``SITTING_S`` after the
+    one-core run ended (the queue runs it right after, on the same box); None where none did."""
+    _, ended = _span(one)
+    near = []
+    for _, trial in two_core.groupby("experiment"):
+        begin, _ = _span(trial)
+        if 0.0 <= begin - ended <= SITTING_S:
+            near.append((begin, trial.sort_values("training_iteration")))
+    return min(near, key=lambda pair: pair[0])[1] if near else None
+
+
 def seed_rows(runs: pd.DataFrame, target: float) -> pd.DataFrame:
-    """One row per (algorithm, runners, seed) run on both one core and two (``_longest``)."""
+    """One row per (algorithm, runners, seed) run on both one core and two (``_longest``), the
+    two-core run of record's; and one more where a two-core run ran in the one-core run's
+    sitting (``_sitting``), its ``two_core`` "same sitting"."""
     rows = []
     for key, group in runs.groupby(PAIR, sort=True):
-        by_cores = {int(c): _longest(g) for c, g in group.groupby("cores")}
-        if 1 not in by_cores or 2 not in by_cores:
+        if not {1, 2} <= set(group["cores"].astype(int)):
             continue
-        one, two = by_cores[1], by_cores[2]
-        row: dict[str, Any] = dict(zip(PAIR, key, strict=True))
-        hit_one, hit_two = first_reaching(one, target), first_reaching(two, target)
-        row["steps_one"] = hit_one["env_steps"] if hit_one is not None else math.nan
-        row["steps_two"] = hit_two["env_steps"] if hit_two is not None else math.nan
-        row["measured_one"] = hit_one["train_time_s"] if hit_one is not None else math.nan
-        row["predicted"] = hit_one["predicted_train_time_s"] if hit_one is not None else math.nan
-        row["measured_two"] = hit_two["train_time_s"] if hit_two is not None else math.nan
-        row["time_error"] = row["predicted"] / row["measured_two"] - 1.0
-        # The same env steps on both (the fewer the two runs sampled): the time to them,
-        # predicted from one core against measured on two; any run reaches it, target or not.
-        steps = float(min(one["env_steps"].max(), two["env_steps"].max()))
-        row["common_steps"] = steps
-        row["to_steps_predicted"] = at_steps(one, "predicted_train_time_s", steps)
-        row["to_steps_measured"] = at_steps(two, "train_time_s", steps)
-        row["steps_error"] = row["to_steps_predicted"] / row["to_steps_measured"] - 1.0
-        row["steps_ratio"] = row["steps_one"] / row["steps_two"]
-        # The two runs' machines: a one-core run's seconds carry its box's speed, so its
-        # prediction is also set at the two-core run's (raw env steps/s at each run's start)
-        row["speed"] = machine_speed(one) / machine_speed(two)
-        row["time_error_scaled"] = row["predicted"] * row["speed"] / row["measured_two"] - 1.0
-        row["steps_error_scaled"] = (
-            row["to_steps_predicted"] * row["speed"] / row["to_steps_measured"] - 1.0
-        )
-        row["replay_one"], row["replay_two"] = replay_ratio(one), replay_ratio(two)
-        row["share_one"] = learner_share(one, steps)
-        row["share_two"] = learner_share(two, steps)
-        rows.append(row)
+        one = _longest(group[group["cores"] == 1])
+        two_core = group[group["cores"] == 2]
+        sitting = _sitting(one, two_core)
+        others = two_core
+        if sitting is not None:
+            others = two_core[two_core["experiment"] != sitting["experiment"].iloc[0]]
+        pairs = [] if others.empty else [(RECORD, _longest(others))]
+        pairs += [] if sitting is None else [(SITTING, sitting)]
+        for kind, two in pairs:
+            rows.append({**dict(zip(PAIR, key, strict=True)), **_pair(one, two, target, kind)})
     return pd.DataFrame(rows)
+
+
+def _pair(one: pd.DataFrame, two: pd.DataFrame, target: float, kind: str) -> dict[str, Any]:
+    """One core's run against two cores' (``kind``: of record, or of the same sitting)."""
+    row: dict[str, Any] = {"two_core": kind}
+    hit_one, hit_two = first_reaching(one, target), first_reaching(two, target)
+    row["steps_one"] = hit_one["env_steps"] if hit_one is not None else math.nan
+    row["steps_two"] = hit_two["env_steps"] if hit_two is not None else math.nan
+    row["measured_one"] = hit_one["train_time_s"] if hit_one is not None else math.nan
+    row["predicted"] = hit_one["predicted_train_time_s"] if hit_one is not None else math.nan
+    row["measured_two"] = hit_two["train_time_s"] if hit_two is not None else math.nan
+    row["time_error"] = row["predicted"] / row["measured_two"] - 1.0
+    # The same env steps on both (the fewer the two runs sampled): the time to them,
+    # predicted from one core against measured on two; any run reaches it, target or not.
+    steps = float(min(one["env_steps"].max(), two["env_steps"].max()))
+    row["common_steps"] = steps
+    row["to_steps_predicted"] = at_steps(one, "predicted_train_time_s", steps)
+    row["to_steps_measured"] = at_steps(two, "train_time_s", steps)
+    row["steps_error"] = row["to_steps_predicted"] / row["to_steps_measured"] - 1.0
+    row["steps_ratio"] = row["steps_one"] / row["steps_two"]
+    # The two runs' machines: a one-core run's seconds carry its box's speed, so its
+    # prediction is also set at the two-core run's (raw env steps/s at each run's start)
+    row["speed"] = machine_speed(one) / machine_speed(two)
+    row["time_error_scaled"] = row["predicted"] * row["speed"] / row["measured_two"] - 1.0
+    row["steps_error_scaled"] = (
+        row["to_steps_predicted"] * row["speed"] / row["to_steps_measured"] - 1.0
+    )
+    row["replay_one"], row["replay_two"] = replay_ratio(one), replay_ratio(two)
+    row["share_one"] = learner_share(one, steps)
+    row["share_two"] = learner_share(two, steps)
+    return row
 
 
 def _pct(x: float) -> str:
@@ -197,11 +240,13 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "runners', at the same env steps: where one core's matches two cores', the processes "
         "shared the one core in the proportions they used two, so the one-core run is the "
         "two-core run in slow motion (and an asynchronous learner trained on each sample as "
-        "often). The two runs of a pair may have run in different stretches, on boxes of "
+        "often). The two-core run *of record* may have run in another stretch, on a box of "
         "different speed: machine speed is each run's raw env steps/s at its start (one core's "
         "over two cores'), and the errors at the two-core run's speed scale the one-core "
         "prediction by it (to target, to the same env steps): a proxy for the box, one process "
-        "stepping the env, not a measurement of the trial.",
+        "stepping the env, not a measurement of the trial. A two-core run of the *same sitting* "
+        "began within 3 hours after the one-core run ended, on the same box (the queue runs it "
+        "right after): the check without the proxy.",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -214,17 +259,29 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
     lines = [f"## {env}: to a judged return of {target:,g}", ""]
     if rows.empty:
         return lines + ["No (algorithm, runners, seed) ran on both one core and two.", ""]
-    for algo, g in rows.groupby("algo", sort=True):
-        lines += [
-            f"- **{algo}**: time to target {_within(g['time_error'])}; time to the same env "
-            f"steps {_within(g['steps_error'])}; env steps to target one core / two cores "
-            f"{_ratio_spread(g['steps_ratio'])}. At the two-core runs' machine speed: time to "
-            f"target {_within(g['time_error_scaled'])}; time to the same env steps "
-            f"{_within(g['steps_error_scaled'])}.",
-        ]
+    for algo, both in rows.groupby("algo", sort=True):
+        g, sat = both[both["two_core"] == RECORD], both[both["two_core"] == SITTING]
+        said = []
+        if not g.empty:
+            said.append(
+                f"time to target {_within(g['time_error'])}; time to the same env "
+                f"steps {_within(g['steps_error'])}; env steps to target one core / two cores "
+                f"{_ratio_spread(g['steps_ratio'])}. At the two-core runs' machine speed: time "
+                f"to target {_within(g['time_error_scaled'])}; time to the same env steps "
+                f"{_within(g['steps_error_scaled'])}."
+            )
+        if not sat.empty:
+            said.append(
+                "**In one sitting** (the two-core run right after the one-core run, on the "
+                f"same box; machine speed one core / two cores {_ratio_spread(sat['speed'])}): "
+                f"time to target {_within(sat['time_error'])}; time to the same env steps "
+                f"{_within(sat['steps_error'])}."
+            )
+        lines.append(f"- **{algo}**: " + " ".join(said))
     lines.append("")
     header = [
-        "algorithm", "env runners", "seed", "env steps to target, 1 core", "2 cores",
+        "algorithm", "env runners", "seed", "two-core run", "env steps to target, 1 core",
+        "2 cores",
         "time, 1 core (measured)", "time, 2 cores (predicted from 1 core)",
         "time, 2 cores (measured)", "error", "same env steps",
         "time to them, 2 cores (predicted from 1 core)", "(measured)", "error",
@@ -236,6 +293,7 @@ def env_lines(env: str, rows: pd.DataFrame, target: float) -> list[str]:
             r["algo"],
             str(int(r["num_env_runners"])),
             str(int(r["seed"])),
+            r["two_core"],
             fmt_int(r["steps_one"]),
             fmt_int(r["steps_two"]),
             fmt_time(r["measured_one"]),
@@ -287,17 +345,19 @@ def _machine_lines(runs: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
-def keep_rows(args: argparse.Namespace, runs: pd.DataFrame) -> list[str]:
-    """The tables that regenerate the check: its inputs, a run folder's rows kept beside it in
-    ``CHECK_RUNS`` (with the rows that table held, no other input's: each run of record keeps
-    its own table, and a copy would grow the repository by it at each check)."""
+def keep_rows(args: argparse.Namespace, runs: pd.DataFrame, write: bool = True) -> list[str]:
+    """The tables that regenerate the check: its inputs, with the rows of its run folders kept in
+    ``CHECK_RUNS`` beside it (written where ``write``), together with those of that table where
+    it is an input too; never a row another input table holds (each run of record keeps its own
+    table, and a copy would grow the repository by it at each check)."""
     home = Path(args.out) / CHECK_RUNS
     same = [t for t in args.inputs if is_table(t) and Path(t).resolve() == home.resolve()]
     others = [t for t in args.inputs if is_table(t) and t not in same]
     if len(others) + len(same) == len(args.inputs):  # tables alone: read, nothing written
         return list(args.inputs)
     elsewhere = set().union(*(pd.read_csv(t, usecols=["experiment"])["experiment"] for t in others))
-    write_runs_csv(runs[~runs["experiment"].isin(elsewhere)], home)
+    if write:
+        write_runs_csv(runs[~runs["experiment"].isin(elsewhere)], home)
     return [str(home), *others]
 
 
@@ -309,9 +369,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the runs hold no CPU accounting (run before per-process CPU time)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    command = shlex.join(["python", "-m", "analysis", "scaling-check", *keep_rows(args, runs)])
+    # The check renders before its table changes: one that fails leaves both as they were.
+    tables = keep_rows(args, runs, write=False)
+    command = shlex.join(["python", "-m", "analysis", "scaling-check", *tables])
     command += f" --out {shlex.quote(str(out))}"
     text = "\n".join(check_lines(runs, command))
-    (out / CHECK_MD).write_text(text)
+    keep_rows(args, runs)
+    atomic_write_text(out / CHECK_MD, text)
     print(text)
     return 0

@@ -187,7 +187,7 @@ class FamilyRun:
     def table(self, at: Places) -> Path:
         return at / self.results / f"{self.name}.csv.gz"
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, at: Places | None = None) -> str | None:
         if self.algo != BASELINE and _defaults_changed(self.stage):  # (the baseline has its own)
             return _defaults_changed(self.stage)
         return _why_not(self.env.env)

@@ -34,7 +34,8 @@ Results to expect
 ``results/pong/confirmed/<name>.csv.gz`` per run, ``results/pong/REPORT.md`` over all of them
 (the earlier runs of record, stopped at the first crossing of 18: ``results/pong/first-crossing/``);
 the rate runs' tables in ``results/pong/rates/``; the one-core check runs (``docs/scaling.md``)
-go to ``results/scaling/``, and ``results/scaling/CHECK.md`` is regenerated over them and their
+go to ``results/scaling/``, with Ape-X's two-core runs in their sitting (right after each, on the
+same box: ``sitting=True``), and ``results/scaling/CHECK.md`` is regenerated over them and their
 two-core runs of record after each (``python -m analysis scaling-check``).
 """
 
@@ -42,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +63,11 @@ WALL_PER_TRAIN_S = 1.1
 FIXED_S = 900.0
 # A rate run's start-up (13 runners on 2 cores: ~2 minutes) and collection: no final games.
 RATE_FIXED_S = 240.0
+# A check's two-core run in its one-core run's sitting: its training budget (to the same env steps
+# as the one-core run's first ~1.4M: the prediction of time checked on one box, not the spread of
+# env steps to 18 from run to run), and how soon after the one-core run it must start.
+SITTING_S = 1800
+SITTING_H = 3.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,9 @@ class RecordRun:
     issues: str  # the issues it serves, "58 59"
     cpus: int = 2  # --num-cpus: Ray's CPUs, more than the cores on purpose beyond one runner
     one_core: bool = False  # the scaling check: the whole run pinned to one core
+    # The check's two-core run in its one-core run's sitting: right after it, on the same box
+    # (the runs of record it is also set against ran in other stretches, on boxes of other speed)
+    sitting: bool = False
     stop_timesteps: int | None = None
     named: str | None = None  # the table's name where an earlier run chose it
     # A rate run (docs/scaling.md): a short run of the configuration whose env steps/s on a core
@@ -87,6 +97,8 @@ class RecordRun:
             return self.named
         if self.one_core:
             return f"pong-check-1core-{self.algo}-s{self.seed}"
+        if self.sitting:
+            return f"pong-check-2core-{self.algo}-s{self.seed}"
         runners = "" if self.runners is None else f"-r{self.runners}"
         if self.rate:
             return f"pong-rate-{self.algo}{runners}"
@@ -100,20 +112,39 @@ class RecordRun:
     @property
     def fixed_s(self) -> float:
         """What the run adds to its training budget at most: start-up, final games, report."""
-        return RATE_FIXED_S if self.rate else FIXED_S
+        return RATE_FIXED_S if self.rate or self.sitting else FIXED_S
 
     @property
     def final_episodes(self) -> int:
         """The check runs and the rate runs play no final games (``--final-episodes 0``)."""
-        return 0 if self.one_core or self.rate else PONG.benchmark_final_episodes
+        return 0 if self._checks or self.rate else PONG.benchmark_final_episodes
+
+    @property
+    def _checks(self) -> bool:
+        """One of the check's runs (``results/scaling/``), on one core or in one's sitting."""
+        return self.one_core or self.sitting
 
     def table(self, at: Places) -> Path:
         if self.rate:
             return at / RATES / f"{self.name}.csv.gz"
-        return at / (CHECKS if self.one_core else RESULTS) / f"{self.name}.csv.gz"
+        return at / (CHECKS if self._checks else RESULTS) / f"{self.name}.csv.gz"
 
-    def unavailable(self) -> str | None:
-        return None  # Atari's ROMs come with the project's own dependencies
+    def unavailable(self, at: Places | None = None) -> str | None:
+        """Atari's ROMs come with the project's own dependencies; a sitting run waits for its
+        one-core run, and runs only in its sitting (``SITTING_H``)."""
+        if not self.sitting:
+            return None
+        checked = RecordRun(self.algo, self.seed, self.runners, 7200, "58", one_core=True)
+        table = checked.table(at or Places())
+        if not table.exists():
+            return f"its one-core run ({checked.name}) is not collected yet"
+        ended = ended_at(table)
+        if not ended or time.time() - ended > SITTING_H * 3600:
+            return (
+                f"its one-core run ({checked.name}) ended more than {SITTING_H:g} h ago: now it "
+                "would not share its box (run both again to check them in one sitting)"
+            )
+        return None
 
     def benchmark_argv(self, storage: Path) -> list[str]:
         argv = ["--env", "pong", "--algos", self.algo, "--benchmark-seeds", "1"]
@@ -123,7 +154,7 @@ class RecordRun:
         argv += ["--stop-train-time-s", str(self.budget_s)]
         if self.stop_timesteps is not None:
             argv += ["--stop-timesteps", str(self.stop_timesteps)]
-        if self.one_core or self.rate:
+        if self._checks or self.rate:
             argv += ["--final-episodes", "0"]
         return [*argv, "--storage-path", str(storage), "--name", self.name]
 
@@ -142,7 +173,7 @@ class RecordRun:
 
     def report(self, at: Places) -> tuple[list[str], list[str]] | None:
         """The Pong report; after a check run, the check's (``check_command``)."""
-        if self.one_core:
+        if self._checks:
             return check_command(at), [str(at / CHECKS / CHECK_MD)]
         return report_command(at / RESULTS, at / REPORT), records.report_paths(at / REPORT)
 
@@ -153,7 +184,7 @@ class RecordRun:
                 r
                 for r in PLAN
                 if (r.algo, r.seed, r.runners, r.cpus) == (self.algo, self.seed, self.runners, 2)
-                and not (r.one_core or r.rate)
+                and not (r._checks or r.rate)
             ),
             None,
         )
@@ -205,13 +236,38 @@ PLAN: tuple[RecordRun, ...] = (
     # The check that the time predicted on a core per process holds (docs/scaling.md): one runner
     # on one core predicts it on two (the 2-core runs are the one-runner runs above, seed for
     # seed). Before the other four-runner runs, whose predicted times rest on it.
-    *[RecordRun(a, s, 1, 7200, "58", one_core=True) for a in ("appo", "apex") for s in (0, 1)],
+    # Ape-X's each with a two-core run right after it, on the same box (``sitting``; APPO's
+    # one-core runs came before it).
+    *[RecordRun("appo", s, 1, 7200, "58", one_core=True) for s in (0, 1)],
+    *[
+        run
+        for s in (0, 1)
+        for run in (
+            RecordRun("apex", s, 1, 7200, "58", one_core=True),
+            RecordRun("apex", s, 1, SITTING_S, "58", sitting=True),
+        )
+    ],
     *_seeds("impala", 4, 5400, "58", cpus=5),
     *_seeds("dqn", 4, 7200, "58", cpus=5),
     # The source articles at their own scale: Ape-X with 10 actors, IMPALA with 13 workers.
     *_seeds("apex", 10, 7200, "58", cpus=11, stop_timesteps=5_000_000),
     *_seeds("impala", 13, 14400, "58", cpus=14, stop_timesteps=5_000_000),
 )
+
+
+def ended_at(table: Path) -> float | None:
+    """When a collected run's training ended (seconds since the epoch): its start (``run.json``,
+    the table's ``started_at``) plus its last result's time; None where the table holds neither."""
+    import pandas as pd
+
+    try:
+        rows = pd.read_csv(table, usecols=["started_at", "time_total_s"])
+    except (OSError, ValueError, EOFError):
+        return None
+    started = pd.to_datetime(rows["started_at"].dropna(), utc=True, errors="coerce").dropna()
+    if started.empty or rows["time_total_s"].isna().all():
+        return None
+    return started.iloc[0].timestamp() + float(rows["time_total_s"].max())
 
 
 def report_command(results: Path, out: Path | None = None) -> list[str]:
@@ -228,10 +284,11 @@ def check_command(at: Places) -> list[str]:
     """``analysis scaling-check`` over the one-core runs collected so far and their two-core
     partners (``RecordRun.partner``), beside the runs it read before (its runs table: the cab
     env's checks and the earlier Pong probes, which live nowhere else), to ``CHECK.md``."""
-    checks = [r for r in PLAN if r.one_core and r.table(at).exists()]
+    checks = [r for r in PLAN if r._checks and r.table(at).exists()]
     partners = [p for p in (c.partner() for c in checks) if p is not None and p.table(at).exists()]
     before = at / CHECKS / CHECK_RUNS
     tables = ([before] if before.exists() else []) + [r.table(at) for r in (*checks, *partners)]
+    tables = list(dict.fromkeys(tables))  # a sitting run and its one-core run: one partner
     command = [sys.executable, "-m", "analysis", "scaling-check", *map(str, tables)]
     return [*command, "--out", str(at / CHECKS)]
 

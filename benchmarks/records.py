@@ -96,8 +96,9 @@ class Planned(Protocol):
     def table(self, at: Places) -> Path:
         """Its collected table: the run is *collected* once it exists."""
 
-    def unavailable(self) -> str | None:
-        """Why it cannot run on this machine (an install extra missing), or None."""
+    def unavailable(self, at: Places) -> str | None:
+        """Why it cannot run here and now (an install extra missing, a run it waits for), or
+        None."""
 
     def command(self, storage: Path) -> list[str]:
         """The command that runs it from nothing."""
@@ -167,8 +168,10 @@ def shown(run: Planned, storage: Path) -> str:
 
 def report_paths(out: Path) -> list[str]:
     """Git pathspecs of what a report writes in ``out`` (its charts, added or removed, not the
-    folders beside it; no table: a report over the runs' own tables copies none of them)."""
-    return [str(out / "REPORT.md"), f":(glob){out}/*.png"]
+    folders beside it), and its table: a report over the runs' own tables copies none of them and
+    removes an earlier copy, whose removal is committed (``commit_paths`` leaves out a path
+    neither on disk nor known to git)."""
+    return [str(out / "REPORT.md"), str(out / "runs.csv.gz"), f":(glob){out}/*.png"]
 
 
 # --- Running one ---------------------------------------------------------------------------------
@@ -270,6 +273,9 @@ def commit_paths(paths: Sequence[str], message: str) -> int:
     path neither on disk nor known to git is left out (git refuses the whole commit over one: a
     report that no longer writes a file its queue, started before the change, still names)."""
     paths = [p for p in paths if _matched(p)]
+    if not paths:  # (git commit with no path would commit whatever else is staged)
+        print(f"[records] nothing to commit for: {message}", flush=True)
+        return 0
     subprocess.call(["git", "add", "--", *paths])
     return _call(["git", "commit", "-q", "-m", message, "--", *paths], "committing")
 
@@ -430,7 +436,7 @@ def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv) -> in
                 )
         if run.rate and not sitting:
             continue
-        why = run.unavailable()
+        why = run.unavailable(at)
         if why:
             print(f"[records] {run.name} ({state}): skipped, {why}", flush=True)
             continue

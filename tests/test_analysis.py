@@ -1128,6 +1128,10 @@ def test_a_training_that_ends_below_the_random_policy_is_said_first(tmp_path):
     assert not stability.ended_below(pd.Series([-600.0, -550, -700]), -500.0)  # never above
     assert not stability.ended_below(pd.Series([-300.0, -100, -900, -90, -80]), -500.0)  # back
     assert not stability.ended_below(pd.Series([-100.0, -900]), NAN)  # no random policy known
+    # A best that comes first, a hair above random (a run's first return is a random policy's,
+    # give or take), then a dip by about the run's noise: no collapse, as no learning came first
+    assert not stability.ended_below(pd.Series([-190.0, -221, -222]), -191.0)
+    assert stability.ended_below(pd.Series([-100.0, -900, -950, -1000]), -500.0)  # unlike this
     # A return that only wanders about the random policy's (MinAtar Breakout's first
     # iterations: 0.36-0.5 against a random 0.4) is no collapse: it fell by less than its own
     # step-to-step noise

@@ -372,3 +372,42 @@ def test_a_check_run_regenerates_the_check_over_the_checks_and_their_two_core_ru
         str(at / records.CHECKS),
     ]
     assert written == [str(at / records.CHECKS / "CHECK.md")]  # the tables it read: unchanged
+
+
+def test_ape_x_s_check_runs_on_two_cores_in_its_one_core_run_s_sitting_or_not_at_all(
+    tmp_path, capsys
+):
+    """Right after Ape-X's one-core run, the queue runs the seed on two cores on the same box
+    (its table beside the check's, no final games); not before the one-core run is collected,
+    nor once its sitting is over. The check then reads both two-core runs."""
+    import pandas as pd
+
+    at = _places(tmp_path)
+    (one,) = [r for r in records.PLAN if r.one_core and (r.algo, r.seed) == ("apex", 0)]
+    sitting = records.PLAN[records.PLAN.index(one) + 1]
+    assert (sitting.name, sitting.sitting, sitting.cpus) == ("pong-check-2core-apex-s0", True, 2)
+    assert sitting.table(at) == at / records.CHECKS / "pong-check-2core-apex-s0.csv.gz"
+    assert sitting.final_episodes == 0 and "--final-episodes" in sitting.benchmark_argv(tmp_path)
+    assert "taskset" not in sitting.command(tmp_path)  # two cores
+    assert "not collected yet" in sitting.unavailable(at)
+
+    def collected(started):
+        one.table(at).parent.mkdir(parents=True, exist_ok=True)
+        frame = pd.DataFrame({"started_at": [started] * 2, "time_total_s": [10.0, 3600.0]})
+        frame.to_csv(one.table(at), index=False)
+
+    long_ago = pd.Timestamp.now(tz="UTC") - pd.Timedelta(hours=5)
+    collected(long_ago.isoformat())  # its training ended 4 h ago
+    assert "ended more than 3 h ago" in sitting.unavailable(at)
+    collected((long_ago + pd.Timedelta(hours=3)).isoformat())  # ... 1 h ago
+    assert sitting.unavailable(at) is None
+    first = ["--first", sitting.name, "--hours", "3", "--dry-run", "--root", str(tmp_path)]
+    assert queue.main(records.QUEUE, first) == 0
+    lines = _pong(capsys.readouterr().out.splitlines())
+    assert lines[0].startswith("[records] pong-check-2core-apex-s0 (to do): would run")
+    for run in (sitting, sitting.partner()):
+        run.table(at).parent.mkdir(parents=True, exist_ok=True)
+        run.table(at).write_bytes(b"")
+    command, _ = sitting.report(at)
+    tables = command[4 : command.index("--out")]
+    assert tables == [str(one.table(at)), str(sitting.table(at)), str(one.partner().table(at))]

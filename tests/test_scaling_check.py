@@ -12,11 +12,13 @@ from analysis.scaling_check import at_steps, check_lines, seed_rows
 
 
 def _run(
-    cores: int, seed: int, times, predicted, returns, algo="appo", name="check"
+    cores: int, seed: int, times, predicted, returns, algo="appo", name="check", started=None
 ) -> pd.DataFrame:
     n = len(times)
     return pd.DataFrame(
         {
+            "started_at": started,
+            "time_total_s": times,
             "experiment": f"{name}-{cores}core",
             "algo": algo,
             "num_env_runners": 1,
@@ -147,3 +149,30 @@ def test_the_check_keeps_beside_it_only_the_rows_no_input_table_holds(tmp_path):
     before = home.read_bytes()
     assert keep_rows(argparse.Namespace(inputs=tables, out=str(tmp_path)), runs) == tables
     assert home.read_bytes() == before  # tables alone: read, not written
+
+
+def test_a_two_core_run_of_the_one_core_run_s_sitting_is_checked_beside_the_run_of_record():
+    """The run of record ran in another stretch (its box's speed differs); a two-core run begun
+    right after the one-core run ended ran on its box: both pairs are shown, apart."""
+    one = _run(1, 0, [100.0, 200.0], [50.0, 100.0], [0, 18], started="2026-12-06T17:00:00+00:00")
+    record = _run(2, 0, [40.0, 80.0, 120.0], [40.0, 80.0, 120.0], [0, 5, 18], name="record",
+                  started="2026-12-01T09:00:00+00:00")  # fmt: skip
+    # begun 60 s after the one-core run's 200 s of training: measured 100 s to 2,000 env steps
+    sitting = _run(2, 0, [50.0, 100.0], [50.0, 100.0], [0, 18], name="sitting",
+                   started="2026-12-06T17:04:20+00:00")  # fmt: skip
+    for frame, speed in ((one, 1000.0), (record, 1300.0), (sitting, 1000.0)):
+        frame["raw_env_start"] = speed
+    runs = pd.concat([one, record, sitting])
+    rows = seed_rows(runs, target=18).set_index("two_core")
+    assert list(rows.index) == ["of record", "same sitting"]
+    assert rows.loc["of record", "measured_two"] == 120.0  # to 18 at 3,000 env steps
+    assert rows.loc["same sitting", "measured_two"] == 100.0
+    assert rows.loc["same sitting", "time_error"] == pytest.approx(0.0)  # 100 s predicted
+    assert rows.loc["same sitting", "speed"] == pytest.approx(1.0)
+    text = "\n".join(check_lines(runs, "python -m analysis ..."))
+    assert "**In one sitting** (the two-core run right after the one-core run" in text
+    assert "| appo | 1 | 0 | same sitting |" in text and "| appo | 1 | 0 | of record |" in text
+    # A two-core run begun before the one-core run, or long after it, is no sitting of it
+    late = sitting.assign(started_at="2026-12-06T23:00:00+00:00")
+    rows = seed_rows(pd.concat([one, record, late]), target=18)
+    assert list(rows["two_core"]) == ["of record"]

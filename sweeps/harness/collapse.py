@@ -34,5 +34,7 @@ def ended_below(returns: Sequence[float], random: float | None) -> bool:
     # Above at its best by more than its noise up to then; below at its end by more than its
     # noise over the whole run. (A whole run's noise for the first test would let the wild swings
     # after a collapse, IMPALA's on LunarLander among them, erase the best that came before.)
-    above = returns[best] - random > noise(returns[: best + 1])
+    # Its noise up to then over TAIL changes at least: a best that comes first (a run's first
+    # returns are a random policy's, give or take) has no changes before it to measure.
+    above = returns[best] - random > noise(returns[: max(best + 1, TAIL + 1)])
     return above and random - sum(tail) / len(tail) > noise(returns)

@@ -130,8 +130,9 @@ def seed_sampling(buffer: Any, seed: int | None) -> None:
     from the run's ``seed``: RLlib's episode replay buffers draw their samples from ``self.rng``,
     which ``EpisodeReplayBuffer.__init__`` makes unseeded (``np.random.default_rng(seed=None)``,
     read from Ray 2.60.0, ``episode_replay_buffer.py``), so two runs of one seed replayed
-    different batches. The suite's columnar buffer takes a seed of its own; where it got none,
-    this sets it too. Ape-X's shards are seeded where they are built (``apex/config.py``).
+    different batches. The suite's columnar buffer (``self.rng`` too) is seeded the same way,
+    over any seed it was built with: the run's seed is the one that counts. Ape-X's shards are
+    seeded where they are built (``apex/config.py``).
 
     Waits for: a seed in RLlib's ``replay_buffer_config``."""
     if buffer is None or seed is None or not hasattr(buffer, "rng"):
