@@ -114,7 +114,7 @@ def _longest(runs: pd.DataFrame) -> pd.DataFrame:
     return chosen.sort_values("training_iteration")
 
 
-def _span(trial: pd.DataFrame) -> tuple[float, float]:
+def span(trial: pd.DataFrame) -> tuple[float, float]:
     """When a run's training began and ended (seconds since the epoch; NaN unknown): its
     ``started_at``, and that plus its last result's time."""
     if "started_at" not in trial.columns:
@@ -129,10 +129,10 @@ def _span(trial: pd.DataFrame) -> tuple[float, float]:
 def _sitting(one: pd.DataFrame, two_core: pd.DataFrame) -> pd.DataFrame | None:
     """The two-core run of ``one``'s sitting: the first to begin within ``SITTING_S`` after the
     one-core run ended (the queue runs it right after, on the same box); None where none did."""
-    _, ended = _span(one)
+    _, ended = span(one)
     near = []
     for _, trial in two_core.groupby("experiment"):
-        begin, _ = _span(trial)
+        begin, _ = span(trial)
         if 0.0 <= begin - ended <= SITTING_S:
             near.append((begin, trial.sort_values("training_iteration")))
     return min(near, key=lambda pair: pair[0])[1] if near else None

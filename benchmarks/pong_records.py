@@ -42,13 +42,14 @@ two-core runs of record after each (``python -m analysis scaling-check``).
 from __future__ import annotations
 
 import functools
+import math
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.scaling_check import CHECK_MD, CHECK_RUNS
+from analysis.scaling_check import CHECK_MD, CHECK_RUNS, SITTING_S, span
 from benchmarks import family_records, records
 from benchmarks.records import Places
 from sweeps.workloads.pong import PONG
@@ -65,9 +66,9 @@ FIXED_S = 900.0
 RATE_FIXED_S = 240.0
 # A check's two-core run in its one-core run's sitting: its training budget (to the same env steps
 # as the one-core run's first ~1.4M: the prediction of time checked on one box, not the spread of
-# env steps to 18 from run to run), and how soon after the one-core run it must start.
-SITTING_S = 1800
-SITTING_H = 3.0
+# env steps to 18 from run to run). How soon after the one-core run it must start: the check's
+# own rule (analysis.scaling_check.SITTING_S).
+SITTING_BUDGET_S = 1800
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ class RecordRun:
 
     def unavailable(self, at: Places | None = None) -> str | None:
         """Atari's ROMs come with the project's own dependencies; a sitting run waits for its
-        one-core run, and runs only in its sitting (``SITTING_H``)."""
+        one-core run, and runs only in its sitting (``SITTING_S`` after it at most)."""
         if not self.sitting:
             return None
         checked = RecordRun(self.algo, self.seed, self.runners, 7200, "58", one_core=True)
@@ -139,10 +140,10 @@ class RecordRun:
         if not table.exists():
             return f"its one-core run ({checked.name}) is not collected yet"
         ended = ended_at(table)
-        if not ended or time.time() - ended > SITTING_H * 3600:
+        if not ended or time.time() - ended > SITTING_S:
             return (
-                f"its one-core run ({checked.name}) ended more than {SITTING_H:g} h ago: now it "
-                "would not share its box (run both again to check them in one sitting)"
+                f"its one-core run ({checked.name}) ended more than {SITTING_S / 3600:g} h ago: it "
+                "would not share its box now (run both again to check them in one sitting)"
             )
         return None
 
@@ -244,7 +245,7 @@ PLAN: tuple[RecordRun, ...] = (
         for s in (0, 1)
         for run in (
             RecordRun("apex", s, 1, 7200, "58", one_core=True),
-            RecordRun("apex", s, 1, SITTING_S, "58", sitting=True),
+            RecordRun("apex", s, 1, SITTING_BUDGET_S, "58", sitting=True),
         )
     ],
     *_seeds("impala", 4, 5400, "58", cpus=5),
@@ -256,18 +257,15 @@ PLAN: tuple[RecordRun, ...] = (
 
 
 def ended_at(table: Path) -> float | None:
-    """When a collected run's training ended (seconds since the epoch): its start (``run.json``,
-    the table's ``started_at``) plus its last result's time; None where the table holds neither."""
+    """When a collected run's training ended (seconds since the epoch, ``scaling_check.span``);
+    None where its table holds no start or no result's time."""
     import pandas as pd
 
     try:
-        rows = pd.read_csv(table, usecols=["started_at", "time_total_s"])
+        ended = span(pd.read_csv(table, usecols=["started_at", "time_total_s"]))[1]
     except (OSError, ValueError, EOFError):
         return None
-    started = pd.to_datetime(rows["started_at"].dropna(), utc=True, errors="coerce").dropna()
-    if started.empty or rows["time_total_s"].isna().all():
-        return None
-    return started.iloc[0].timestamp() + float(rows["time_total_s"].max())
+    return ended if math.isfinite(ended) else None
 
 
 def report_command(results: Path, out: Path | None = None) -> list[str]:
