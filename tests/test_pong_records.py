@@ -402,6 +402,7 @@ def test_ape_x_s_check_runs_on_two_cores_in_its_one_core_run_s_sitting_or_not_at
     collected((long_ago + pd.Timedelta(hours=3)).isoformat())  # ... 1 h ago
     assert sitting.unavailable(at) is None
     first = ["--first", sitting.name, "--hours", "3", "--dry-run", "--root", str(tmp_path)]
+    first += ["--storage-path", str(at.storage)]
     assert queue.main(records.QUEUE, first) == 0
     lines = _pong(capsys.readouterr().out.splitlines())
     assert lines[0].startswith("[records] pong-check-2core-apex-s0 (to do): would run")
