@@ -6,7 +6,9 @@ The same recipe, the same seeds, run once squeezed onto one core (``taskset -c 0
 measured, per seed, at the target (the first iteration whose judged return reached it), and the
 env steps to it on each (the model says they agree), and the env steps per second at the end of
 training (predicted from one core, measured on two). Runs are told apart by the cores they could
-use (``run.json`` ``machine.cores``). Writes ``CHECK.md`` (generated; do not edit it by hand).
+use (``run.json`` ``machine.cores``); a two-core run begun soon after its one-core run ended ran
+in its *sitting*, on the same box, and is checked beside the run of record. Writes ``CHECK.md``
+(generated; do not edit it by hand).
 
 How to run: ``docs/scaling.md``, "The check: one core against two".
 """
@@ -245,8 +247,8 @@ def check_lines(runs: pd.DataFrame, command: str) -> list[str]:
         "over two cores'), and the errors at the two-core run's speed scale the one-core "
         "prediction by it (to target, to the same env steps): a proxy for the box, one process "
         "stepping the env, not a measurement of the trial. A two-core run of the *same sitting* "
-        "began within 3 hours after the one-core run ended, on the same box (the queue runs it "
-        "right after): the check without the proxy.",
+        f"began within {SITTING_S / 3600:g} hours after the one-core run ended, on the same box "
+        "(the queue runs it right after): the check without the proxy.",
         "",
     ]
     for env, env_runs in runs.groupby("env", sort=True):
@@ -345,20 +347,20 @@ def _machine_lines(runs: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
-def keep_rows(args: argparse.Namespace, runs: pd.DataFrame, write: bool = True) -> list[str]:
-    """The tables that regenerate the check: its inputs, with the rows of its run folders kept in
-    ``CHECK_RUNS`` beside it (written where ``write``), together with those of that table where
-    it is an input too; never a row another input table holds (each run of record keeps its own
-    table, and a copy would grow the repository by it at each check)."""
+def keep_rows(
+    args: argparse.Namespace, runs: pd.DataFrame
+) -> tuple[list[str], pd.DataFrame | None]:
+    """The tables that regenerate the check, and the rows to keep in ``CHECK_RUNS`` beside it
+    (None: nothing to write, every input is a table): its run folders' rows, with those of that
+    table where it is an input too; never a row another input table holds (each run of record
+    keeps its own table, and a copy would grow the repository by it at each check)."""
     home = Path(args.out) / CHECK_RUNS
     same = [t for t in args.inputs if is_table(t) and Path(t).resolve() == home.resolve()]
     others = [t for t in args.inputs if is_table(t) and t not in same]
-    if len(others) + len(same) == len(args.inputs):  # tables alone: read, nothing written
-        return list(args.inputs)
+    if len(others) + len(same) == len(args.inputs):
+        return list(args.inputs), None
     elsewhere = set().union(*(pd.read_csv(t, usecols=["experiment"])["experiment"] for t in others))
-    if write:
-        write_runs_csv(runs[~runs["experiment"].isin(elsewhere)], home)
-    return [str(home), *others]
+    return [str(home), *others], runs[~runs["experiment"].isin(elsewhere)]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -369,12 +371,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the runs hold no CPU accounting (run before per-process CPU time)")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    # The check renders before its table changes: one that fails leaves both as they were.
-    tables = keep_rows(args, runs, write=False)
+    tables, kept = keep_rows(args, runs)
     command = shlex.join(["python", "-m", "analysis", "scaling-check", *tables])
     command += f" --out {shlex.quote(str(out))}"
     text = "\n".join(check_lines(runs, command))
-    keep_rows(args, runs)
+    # The check rendered before its table changes: one that fails leaves both as they were.
+    if kept is not None:
+        write_runs_csv(kept, out / CHECK_RUNS)
     atomic_write_text(out / CHECK_MD, text)
     print(text)
     return 0

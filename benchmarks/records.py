@@ -283,8 +283,8 @@ def commit_paths(paths: Sequence[str], message: str) -> int:
 def _matched(spec: str) -> bool:
     """Whether a git pathspec (a path, or ``:(glob)`` and a pattern) names a file on disk or one
     git tracks (a deleted one: its deletion is committed)."""
-    pattern = spec.removeprefix(":(glob)")
-    if glob.glob(pattern) if pattern != spec else Path(spec).exists():
+    on_disk = glob.glob(spec.removeprefix(":(glob)")) if spec.startswith(":(glob)") else [spec]
+    if any(Path(p).exists() for p in on_disk):
         return True
     tracked = subprocess.run(["git", "ls-files", "--", spec], capture_output=True, text=True)
     return bool(tracked.stdout.strip())
