@@ -23,6 +23,9 @@ from analysis.workload import Workload
 
 EVAL_SHARE = "periodic evaluation / training clock, median (max) of trials"
 FASTEST = "fastest"
+# The label's suffix of an algorithm's runs with the defaults as they stood before a change
+# (``--before``): "apex (before)" beside "apex".
+BEFORE = " (before)"
 
 
 def family_section(
@@ -52,7 +55,30 @@ def family_section(
     for title, group in groups:
         if group:
             lines += [f"### {title}", "", *_table(group, algos, references), ""]
-    return lines + estimate_lines(loads)
+    return lines + served_lines(algos) + estimate_lines(loads)
+
+
+def served_lines(algos: Sequence[str]) -> list[str]:
+    """Where the report holds runs of the defaults before a change (``BEFORE``): a sentence
+    naming the algorithms of the suite without such a row, whose runs were given once, as their
+    own (the family's queue gives them so where the studies left an algorithm's defaults as they
+    were); [] where every one has its before row, or there are none."""
+    if not any(a.endswith(BEFORE) for a in algos):
+        return []
+    alone = [
+        a
+        for a in algos
+        if not a.endswith(BEFORE) and not tables.is_library(a) and f"{a}{BEFORE}" not in algos
+    ]
+    if not alone:
+        return []
+    return [
+        f"No *(before)* row: {', '.join(alone)}. The report was given no runs of the earlier "
+        "defaults apart from their runs: the family's queue (`benchmarks/family_records.py`) "
+        "gives an algorithm's before-runs once, as its own, where the studies left its defaults "
+        "as they were (the same runs serve as both).",
+        "",
+    ]
 
 
 def estimate_lines(loads: Sequence[Workload]) -> list[str]:

@@ -59,8 +59,6 @@ from sweeps.workloads import NAMED
 
 REPORT_FILE = "REPORT.md"
 DATE_PREFIX = "Generated on "
-# How an algorithm's runs of the defaults before a change are named (``--before``): "apex (before)".
-BEFORE = " (before)"
 # The reference policies play the held-out episodes the sweeps' final figure is made on
 # (sweeps.evaluate): this many when no run in the table has a held-out figure.
 REFERENCE_EPISODES = 100
@@ -382,7 +380,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         metavar="RUNS",
         help="runs of the defaults as they stood before a change (folders or tables, as the "
-        f"inputs): each algorithm's named '<algo>{BEFORE}' throughout, beside the inputs' own",
+        f"inputs): each algorithm's named '<algo>{family.BEFORE}' throughout, beside the "
+        "inputs' own",
     )
     parser.add_argument(
         "--rates",
@@ -403,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
     collection = gather(args.inputs)
     if args.before:  # the same algorithms before a change: named apart in every table
         before = gather(args.before).runs
-        before = before.assign(algo=before["algo"].astype(str) + BEFORE)
+        before = before.assign(algo=before["algo"].astype(str) + family.BEFORE)
         collection.runs = tidy(pd.concat([collection.runs, before], ignore_index=True))
     if args.rates:  # the rate runs' rows, apart from the compared ones in the same table
         rates = gather(args.rates).runs.assign(kind=predicted.RATE)

@@ -12,12 +12,15 @@ first, all their seeds before the next env's, so that each env's row is whole as
 be.
 
 The before-runs are the defaults as they stood when the first began
-(``results/gym/before/DEFAULTS.json``): once ``sweeps/gym_family.py``'s defaults change, the queue
-skips every before-run of the four not yet made and says why (run those from a checkout of the
-commit the file names). The *after*-runs are the same runs of the four with the defaults the
-family's studies tuned (``benchmarks/family_tune.py``), in ``results/gym/after/``: the queue skips
-them until ``--begin-after`` records those defaults (``results/gym/after/DEFAULTS.json``), and
-holds them to it as the before-runs to theirs. The baseline is run once, with the before.
+(``results/gym/before/DEFAULTS.json``), one algorithm's apart from another's: once an
+algorithm's defaults in ``sweeps/gym_family.py`` change, the queue skips its before-runs not yet
+made and says why (run those from a checkout of the commit the file names); the others' go on.
+The *after*-runs are the same runs of the four with the defaults the family's studies tuned
+(``benchmarks/family_tune.py``), in ``results/gym/after/``: the queue skips them until
+``--begin-after`` records those defaults (``results/gym/after/DEFAULTS.json``), and holds them to
+it as the before-runs to theirs. An algorithm whose defaults the studies left as they were has no
+after-runs of its own: its before-runs are the same runs, and serve as both (the family report
+shows them once, and says so). The baseline is run once, with the before.
 
 LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
 ".[family]"``); where it is missing, their runs are skipped and say so.
@@ -44,7 +47,7 @@ import functools
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -99,25 +102,64 @@ def generic_defaults() -> dict[str, Any]:
     return json.loads(json.dumps(now, sort_keys=True))
 
 
+def of_algo(defaults: dict[str, Any], algo: str) -> dict[str, Any]:
+    """What of the generic defaults (as ``generic_defaults`` gives them, or a DEFAULTS.json holds
+    them) the runs of ``algo`` use: its tuned settings, its fragment, the hidden layers (one for
+    all, or one per algorithm), and Ape-X's layout for Ape-X."""
+    hiddens = defaults["hiddens"]
+    mine = {
+        "tuned": defaults["tuned"][algo],
+        "fragment": defaults["fragment"][algo],
+        "hiddens": hiddens[algo] if isinstance(hiddens, dict) else hiddens,
+    }
+    if algo == "apex":
+        mine["apex_layout"] = defaults["apex_layout"]
+    return mine
+
+
+def _recorded(stage: str) -> dict[str, Any] | None:
+    """The defaults a stage's runs run with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``); None
+    before the stage has begun."""
+    path = BEFORE_DEFAULTS if stage == STAGE else AFTER_DEFAULTS
+    return json.loads(path.read_text())["defaults"] if path.is_file() else None
+
+
 @functools.cache
-def _defaults_changed(stage: str = STAGE) -> str | None:
-    """Why a run of the four at ``stage`` cannot run now: the defaults are not those its stage
-    ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or the after stage has not begun; None
-    where they are."""
+def _defaults_changed(stage: str, algo: str) -> str | None:
+    """Why a run of ``algo`` (one of the four) at ``stage`` cannot run now: its defaults are not
+    those its stage ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or the after stage has not
+    begun; None where they are."""
     path, folder = (BEFORE_DEFAULTS, RESULTS) if stage == STAGE else (AFTER_DEFAULTS, AFTER_RESULTS)
-    if not path.is_file():
+    recorded = _recorded(stage)
+    if recorded is None:
         return (
             f"the {stage} stage has not begun: once the family's studies have changed "
             "sweeps/gym_family.py, `python -m benchmarks.family_records --begin-after` records "
             "the defaults it runs with"
         )
-    recorded = json.loads(path.read_text())["defaults"]
-    if recorded == generic_defaults():
+    if of_algo(recorded, algo) == of_algo(generic_defaults(), algo):
         return None
     return (
-        f"the generic defaults are no longer those the {stage}-runs ran with ({path.name}"
+        f"{algo}'s generic defaults are no longer those its {stage}-runs ran with ({path.name}"
         f" in {folder}): run it from a checkout of the commit named there"
     )
+
+
+@functools.cache
+def left_as_they_were(algo: str) -> bool:
+    """Whether the after stage has begun with ``algo``'s defaults those of its before-runs (the
+    studies left them): its before-runs then serve as its after-runs."""
+    before, after = _recorded(STAGE), _recorded(AFTER)
+    if before is None or after is None:
+        return False
+    return of_algo(before, algo) == of_algo(after, algo)
+
+
+def _clear() -> None:
+    """Forget what was read of the stages' defaults (they were just written, or a test swapped
+    them)."""
+    _defaults_changed.cache_clear()
+    left_as_they_were.cache_clear()
 
 
 def begin_after() -> str:
@@ -140,8 +182,12 @@ def begin_after() -> str:
     AFTER_DEFAULTS.parent.mkdir(parents=True, exist_ok=True)
     doc = {"commit": head or "unknown", "defaults": defaults}
     AFTER_DEFAULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
-    _defaults_changed.cache_clear()
-    return f"the after stage begins with the defaults of {doc['commit']}: {AFTER_DEFAULTS}"
+    _clear()
+    same = [a for a in ALGOS if left_as_they_were(a)]
+    kept = f"; left as they were: {', '.join(same)} (its before-runs serve as its after-runs)"
+    return f"the after stage begins with the defaults of {doc['commit']}: {AFTER_DEFAULTS}" + (
+        kept if same else ""
+    )
 
 
 @dataclass(frozen=True)
@@ -184,12 +230,28 @@ class FamilyRun:
         """Its stage's folder (the baseline's runs: the before's, made once)."""
         return RESULTS if self.algo == BASELINE or self.stage == STAGE else AFTER_RESULTS
 
+    @property
+    def serves(self) -> FamilyRun | None:
+        """The before-run that serves as this after-run, where the studies left its algorithm's
+        defaults as they were (the same run: it is made once, in the before stage); else None."""
+        if self.stage == AFTER and self.algo != BASELINE and left_as_they_were(self.algo):
+            return replace(self, stage=STAGE)
+        return None
+
     def table(self, at: Places) -> Path:
+        """Its collected table (an after-run served by a before-run: that run's)."""
+        if self.serves is not None:
+            return self.serves.table(at)
         return at / self.results / f"{self.name}.csv.gz"
 
     def unavailable(self, at: Places | None = None) -> str | None:
-        if self.algo != BASELINE and _defaults_changed(self.stage):  # (the baseline has its own)
-            return _defaults_changed(self.stage)
+        if self.serves is not None:
+            return (
+                f"the studies left {self.algo}'s defaults as they were: its before-run "
+                f"{self.serves.name} serves as this one (made in the before stage)"
+            )
+        if self.algo != BASELINE and _defaults_changed(self.stage, self.algo):  # (the baseline's
+            return _defaults_changed(self.stage, self.algo)  # hyperparameters are its own)
         return _why_not(self.env.env)
 
     def command(self, storage: Path) -> list[str]:
@@ -220,10 +282,15 @@ def report_command(folder: Path) -> list[str]:
 def final_report_command(at: Places) -> list[str]:
     """The family report (``results/gym/REPORT.md``): the four with the tuned defaults and the
     baseline, the four's before-runs beside them in the same tables (``--before``), the held-out
-    envs apart."""
+    envs apart. An algorithm the studies left as it was shows once: its before-runs as its own."""
     after = sorted(str(p) for p in (at / AFTER_RESULTS).glob("family-*.csv.gz"))
     baseline = sorted(str(p) for p in (at / RESULTS).glob(f"family-{BASELINE}-*.csv.gz"))
-    before = sorted(str(p) for p in (at / RESULTS).glob(f"family-{STAGE}-*.csv.gz"))
+    before, serving = [], []  # (an algorithm the studies left: its before-runs, once, as its own)
+    for path in sorted((at / RESULTS).glob(f"family-{STAGE}-*.csv.gz")):
+        rest = path.name.removeprefix(f"family-{STAGE}-")
+        algo = next((a for a in ALGOS if rest.startswith(f"{a}-s")), None)
+        (serving if algo and left_as_they_were(algo) else before).append(str(path))
+    after += serving
     held_out = ["--held-out", *(e.env for e in HELD_OUT)]
     before_ = ["--before", *before] if before else []
     inputs = [*after, *baseline, *before_, *held_out]

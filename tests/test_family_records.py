@@ -82,48 +82,53 @@ def test_an_env_this_machine_cannot_build_is_skipped_with_its_reason(tmp_path, m
     assert len(waiting) == len(family.PLAN) - len(before)
 
 
-def test_no_before_run_of_the_four_starts_once_the_defaults_changed(monkeypatch):
-    """The before-runs are the defaults as they stood (results/gym/before/DEFAULTS.json): with
-    any of them changed, a before-run of the four is skipped with the reason, the baseline's is
-    not (it has its own hyperparameters)."""
+def test_no_before_run_of_an_algorithm_starts_once_its_defaults_changed(monkeypatch):
+    """The before-runs are the defaults as they stood (results/gym/before/DEFAULTS.json), one
+    algorithm's apart from another's: with IMPALA's changed, IMPALA's before-run is skipped with
+    the reason; Ape-X's and the baseline's are not (its hyperparameters are its own)."""
     import copy
 
     from sweeps import gym_family
 
     env = TUNING[0]
-    four, baseline = family.FamilyRun(env, "impala", 0), family.FamilyRun(env, family.BASELINE, 0)
+    impala, apex = family.FamilyRun(env, "impala", 0), family.FamilyRun(env, "apex", 0)
+    baseline = family.FamilyRun(env, family.BASELINE, 0)
     recorded = {"defaults": family.generic_defaults()}
     monkeypatch.setattr(family, "BEFORE_DEFAULTS", _FakeFile(recorded))
-    family._defaults_changed.cache_clear()
-    assert four.unavailable() is None
+    family._clear()
+    assert impala.unavailable() is None
     changed = copy.deepcopy(gym_family.TUNED)
     changed["impala"]["learner_config_dict"] = {"reward_scale": 0.1}
     monkeypatch.setattr(gym_family, "TUNED", changed)
-    family._defaults_changed.cache_clear()
-    assert "no longer those the before-runs ran with" in four.unavailable()
-    assert baseline.unavailable() is None
-    family._defaults_changed.cache_clear()
+    family._clear()
+    assert "impala's generic defaults are no longer those its before-runs ran with" in (
+        impala.unavailable()
+    )
+    assert apex.unavailable() is None and baseline.unavailable() is None
+    monkeypatch.setattr(gym_family, "HIDDENS", (32, 32))  # shared by the four: all of them
+    family._clear()
+    assert "no longer those" in apex.unavailable()
+    family._clear()
 
 
-def test_the_defaults_stay_those_of_the_before_runs_until_all_of_them_are_made():
-    """While a before-run of the four is still to be made, sweeps/gym_family.py's defaults are
-    those in results/gym/before/DEFAULTS.json: a change before then would leave the family's
-    before half run (the queue would skip the rest). Tune them once the before is whole."""
+def test_an_algorithms_defaults_stay_those_of_its_before_runs_until_all_of_them_are_made():
+    """While a before-run of one of the four is still to be made, its defaults in
+    sweeps/gym_family.py are those in results/gym/before/DEFAULTS.json: a change before then would
+    leave its before half run (the queue would skip the rest). Tune it once its before is whole."""
     import json
 
-    left = [
-        r
-        for r in family.PLAN
-        if r.stage == family.STAGE
-        and r.algo != family.BASELINE
-        and not r.table(queue.Places()).exists()
-    ]
-    if not left:
-        pytest.skip("every before-run is made: the defaults may change")
     recorded = json.loads(family.BEFORE_DEFAULTS.read_text())["defaults"]
-    assert recorded == family.generic_defaults(), (
-        f"{len(left)} before-runs left (first {left[0].name}): keep the defaults till then"
-    )
+    now = family.generic_defaults()
+    for algo in benchmark.ALGOS:
+        left = [
+            r
+            for r in family.PLAN
+            if (r.stage, r.algo) == (family.STAGE, algo) and not r.table(queue.Places()).exists()
+        ]
+        assert not left or family.of_algo(recorded, algo) == family.of_algo(now, algo), (
+            f"{len(left)} before-runs of {algo} left (first {left[0].name}): keep its defaults "
+            "till then"
+        )
 
 
 def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_path, monkeypatch):
@@ -139,7 +144,7 @@ def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_pa
     monkeypatch.setattr(family, "AFTER_DEFAULTS", tmp_path / "after" / "DEFAULTS.json")
     before = _FakeFile({"defaults": family.generic_defaults()})
     monkeypatch.setattr(family, "BEFORE_DEFAULTS", before)
-    family._defaults_changed.cache_clear()
+    family._clear()
     after = family.FamilyRun(TUNING[0], "apex", 2, family.AFTER)
     assert after.name == "family-after-apex-s2-cartpole-v1"
     folder = tmp_path / "results/gym/after"
@@ -151,16 +156,18 @@ def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_pa
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    family._defaults_changed.cache_clear()
+    family._clear()
     assert family.main(["--begin-after"]) == 0
     recorded = json.loads(family.AFTER_DEFAULTS.read_text())["defaults"]
     assert recorded["tuned"]["apex"]["lr"] == 5e-4
     assert after.unavailable() is None
     assert family.main(["--begin-after"]) == 2  # once
     tuned["apex"]["lr"] = 1e-4  # changed again: the after-runs hold to theirs
-    family._defaults_changed.cache_clear()
-    assert "no longer those the after-runs ran with" in after.unavailable()
-    family._defaults_changed.cache_clear()
+    family._clear()
+    assert "apex's generic defaults are no longer those its after-runs ran with" in (
+        after.unavailable()
+    )
+    family._clear()
 
     results = tmp_path / "results/gym"
     made = (
@@ -181,6 +188,58 @@ def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_pa
     assert [Path(t).name for t in old] == ["family-before-apex-s0-cartpole-v1.csv.gz"]
     assert command[command.index("--out") + 1] == str(results)
     assert paths[0] == str(results / "REPORT.md")
+
+
+def test_an_algorithm_the_studies_left_as_it_was_has_its_before_runs_as_its_after_runs(
+    tmp_path, monkeypatch
+):
+    """Where the after stage began with an algorithm's defaults those of its before-runs, its
+    after-runs are those very runs: collected once they are, never run again (the queue says
+    why), and the family report takes them as its runs, not as its before (`--before`)."""
+    import copy
+
+    from sweeps import gym_family
+
+    defaults = family.generic_defaults()
+    tuned = copy.deepcopy(gym_family.TUNED)
+    tuned["apex"]["lr"] = 5e-4
+    monkeypatch.setattr(gym_family, "TUNED", tuned)
+    monkeypatch.setattr(family, "BEFORE_DEFAULTS", _FakeFile({"defaults": defaults}))
+    after = _FakeFile({"defaults": family.generic_defaults()})
+    monkeypatch.setattr(family, "AFTER_DEFAULTS", after)
+    family._clear()
+    at = queue.Places(tmp_path, tmp_path / "runs")
+    env = TUNING[0]
+    dqn, apex = (family.FamilyRun(env, a, 0, family.AFTER) for a in ("dqn", "apex"))
+    assert family.left_as_they_were("dqn") and not family.left_as_they_were("apex")
+    assert dqn.serves == family.FamilyRun(env, "dqn", 0) and apex.serves is None
+    assert dqn.table(at) == tmp_path / "results/gym/before/family-before-dqn-s0-cartpole-v1.csv.gz"
+    assert "its before-run family-before-dqn-s0-cartpole-v1 serves as this one" in (
+        dqn.unavailable()
+    )
+    assert apex.unavailable() is None
+    assert queue.status(dqn, at) == "to do"
+    results = tmp_path / "results/gym"
+    made = (
+        "after/family-after-apex-s0-cartpole-v1",
+        "before/family-sb3-dqn-s0-cartpole-v1",
+        "before/family-before-apex-s0-cartpole-v1",
+        "before/family-before-dqn-s0-cartpole-v1",
+    )
+    for name in made:
+        (results / f"{name}.csv.gz").parent.mkdir(parents=True, exist_ok=True)
+        (results / f"{name}.csv.gz").write_text("rows")
+    assert queue.status(dqn, at) == "collected"
+    command, _ = apex.report(at)
+    tables = command[command.index("report") + 1 : command.index("--before")]
+    assert [Path(t).name for t in tables] == [
+        "family-after-apex-s0-cartpole-v1.csv.gz",
+        "family-before-dqn-s0-cartpole-v1.csv.gz",
+        "family-sb3-dqn-s0-cartpole-v1.csv.gz",
+    ]
+    old = command[command.index("--before") + 1 : command.index("--held-out")]
+    assert [Path(t).name for t in old] == ["family-before-apex-s0-cartpole-v1.csv.gz"]
+    family._clear()
 
 
 class _FakeFile:

@@ -83,12 +83,13 @@ def test_runs_before_a_change_are_named_apart_in_the_same_tables(tmp_path):
     """``--before``: the defaults' runs before a change beside the runs after it, each algorithm
     twice ("apex" and "apex (before)") in every table, the table across envs included."""
     from analysis.__main__ import main
-    from analysis.report import BEFORE
+    from analysis.family import BEFORE
 
     before = Path(__file__).resolve().parents[1] / "results" / "gym" / "before"
     after = [
         str(before / f"family-before-apex-s0-{env}.csv.gz") for env in ("cartpole-v1", "acrobot-v1")
     ]
+    after.append(str(before / "family-before-dqn-s0-cartpole-v1.csv.gz"))  # no before of its own
     old = [
         str(before / f"family-before-apex-s1-{env}.csv.gz") for env in ("cartpole-v1", "acrobot-v1")
     ]
@@ -97,9 +98,13 @@ def test_runs_before_a_change_are_named_apart_in_the_same_tables(tmp_path):
     assert not (out / "runs.csv.gz").exists()  # the rows stay in the tables it names
     text = (out / "REPORT.md").read_text()
     runs = [line.split(" | ")[:3] for line in text.splitlines() if "| benchmark |" in line]
-    assert {algo for _, _, algo in runs} == {"apex", f"apex{BEFORE}"}
+    assert {algo for _, _, algo in runs} == {"apex", f"apex{BEFORE}", "dqn"}
     assert {"-s0-" in exp for exp, _, algo in runs if algo == "apex"} == {True}
-    assert {"-s1-" in exp for exp, _, algo in runs if algo != "apex"} == {True}
+    assert {"-s1-" in exp for exp, _, algo in runs if algo.endswith(BEFORE)} == {True}
     assert "--before" in text  # the command that made it
-    assert f"| env | target | apex | apex{BEFORE} | fastest |" in text  # the table across envs
+    assert f"| env | target | apex | apex{BEFORE} | dqn | fastest |" in text  # across envs
     assert f"Fastest: apex on 1 of 2, apex{BEFORE} on 1 of 2." in text
+    # DQN's runs were given once, as its own: the report says it has no before row, and why
+    assert "No *(before)* row: dqn. The report was given no runs of the earlier defaults" in text
+    assert "No *(before)*" not in "\n".join(family.served_lines(["apex", "sb3-dqn"]))
+    assert family.served_lines(["apex", f"apex{BEFORE}", "sb3-dqn"]) == []
