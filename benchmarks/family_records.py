@@ -16,11 +16,13 @@ The before-runs are the defaults as they stood when the first began
 algorithm's defaults in ``sweeps/gym_family.py`` change, the queue skips its before-runs not yet
 made and says why (run those from a checkout of the commit the file names); the others' go on.
 The *after*-runs are the same runs of the four with the defaults the family's studies tuned
-(``benchmarks/family_tune.py``), in ``results/gym/after/``: the queue skips them until
-``--begin-after`` records those defaults (``results/gym/after/DEFAULTS.json``), and holds them to
-it as the before-runs to theirs. An algorithm whose defaults the studies left as they were has no
-after-runs of its own: its before-runs are the same runs, and serve as both (the family report
-shows them once, and says so). The baseline is run once, with the before.
+(``benchmarks/family_tune.py``), in ``results/gym/after/``, one algorithm's apart from another's
+too: the queue skips an algorithm's until ``--begin-after ALGO`` records its defaults
+(``results/gym/after/DEFAULTS.json``), and holds them to it as the before-runs to theirs; one
+algorithm's after-runs may go while another's study is still running. An algorithm whose defaults
+its study left as they were has no after-runs of its own: its before-runs are the same runs, and
+serve as both (the family report shows them once, and says so). The baseline is run once, with
+the before.
 
 LunarLander and the MinAtar games need the ``family`` install extra (``pip install -e
 ".[family]"``); where it is missing, their runs are skipped and say so.
@@ -30,7 +32,7 @@ How to run
     python -m benchmarks.family_records                       # every run: status, command
     python -m benchmarks.family_records --hours 1 --dry-run   # what fits in an hour
     nohup python -m benchmarks.family_records --hours 1 --commit > family.log 2>&1 &
-    python -m benchmarks.family_records --begin-after       # the tuned defaults committed: go
+    python -m benchmarks.family_records --begin-after apex  # its tuned defaults committed: go
 
 Results to expect
 -----------------
@@ -55,10 +57,11 @@ from benchmarks import records
 from benchmarks.records import Places
 from sweeps.benchmark import ALGOS
 from sweeps.env_family import FAMILY, HELD_OUT, TUNING, FamilyEnv, missing
+from sweeps.harness.files import atomic_write_text
 from sweeps.workloads import for_env
 
 # The generic defaults as they stand: run before the family tunes them; the tuned ones are the
-# next stage, in a folder of their own, once it has begun (``--begin-after``).
+# next stage, in a folder of their own, once it has begun (``--begin-after ALGO``).
 STAGE = "before"
 AFTER = "after"
 FAMILY_RESULTS = Path("results/gym")  # the family report: after beside before, and the baseline
@@ -82,7 +85,7 @@ def _why_not(env: str) -> str | None:
 # The generic defaults the before-runs run with (``sweeps/gym_family.py`` as it stood when they
 # began), as data: once the defaults change, a before-run not yet made would not be the before.
 BEFORE_DEFAULTS = Path(__file__).resolve().parents[1] / RESULTS / "DEFAULTS.json"
-# ... and those the after-runs run with, written when the after stage begins.
+# ... and those the after-runs run with, each algorithm's written when its after stage begins.
 AFTER_DEFAULTS = Path(__file__).resolve().parents[1] / AFTER_RESULTS / "DEFAULTS.json"
 
 
@@ -117,27 +120,32 @@ def of_algo(defaults: dict[str, Any], algo: str) -> dict[str, Any]:
     return mine
 
 
-def _recorded(stage: str) -> dict[str, Any] | None:
-    """The defaults a stage's runs run with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``); None
-    before the stage has begun."""
-    path = BEFORE_DEFAULTS if stage == STAGE else AFTER_DEFAULTS
-    return json.loads(path.read_text())["defaults"] if path.is_file() else None
+def _recorded(stage: str, algo: str) -> dict[str, Any] | None:
+    """The defaults ``algo``'s runs at ``stage`` run with (``of_algo``): the before-runs' from
+    ``BEFORE_DEFAULTS`` (one record for the four), the after-runs' from ``AFTER_DEFAULTS`` (one
+    per algorithm, written as its after stage begins); None before its stage has begun."""
+    if stage == STAGE:
+        if not BEFORE_DEFAULTS.is_file():
+            return None
+        return of_algo(json.loads(BEFORE_DEFAULTS.read_text())["defaults"], algo)
+    begun = json.loads(AFTER_DEFAULTS.read_text()) if AFTER_DEFAULTS.is_file() else {}
+    return begun[algo]["defaults"] if algo in begun else None
 
 
 @functools.cache
 def _defaults_changed(stage: str, algo: str) -> str | None:
     """Why a run of ``algo`` (one of the four) at ``stage`` cannot run now: its defaults are not
-    those its stage ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or the after stage has not
+    those its stage ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or its after stage has not
     begun; None where they are."""
     path, folder = (BEFORE_DEFAULTS, RESULTS) if stage == STAGE else (AFTER_DEFAULTS, AFTER_RESULTS)
-    recorded = _recorded(stage)
+    recorded = _recorded(stage, algo)
     if recorded is None:
         return (
-            f"the {stage} stage has not begun: once the family's studies have changed "
-            "sweeps/gym_family.py, `python -m benchmarks.family_records --begin-after` records "
-            "the defaults it runs with"
+            f"{algo}'s {stage} stage has not begun: once its study has tuned its defaults in "
+            "sweeps/gym_family.py (or left them), `python -m benchmarks.family_records "
+            f"--begin-after {algo}` records those it runs with"
         )
-    if of_algo(recorded, algo) == of_algo(generic_defaults(), algo):
+    if recorded == of_algo(generic_defaults(), algo):
         return None
     return (
         f"{algo}'s generic defaults are no longer those its {stage}-runs ran with ({path.name}"
@@ -147,12 +155,10 @@ def _defaults_changed(stage: str, algo: str) -> str | None:
 
 @functools.cache
 def left_as_they_were(algo: str) -> bool:
-    """Whether the after stage has begun with ``algo``'s defaults those of its before-runs (the
-    studies left them): its before-runs then serve as its after-runs."""
-    before, after = _recorded(STAGE), _recorded(AFTER)
-    if before is None or after is None:
-        return False
-    return of_algo(before, algo) == of_algo(after, algo)
+    """Whether ``algo``'s after stage has begun with the defaults of its before-runs (its study
+    left them): its before-runs then serve as its after-runs."""
+    after = _recorded(AFTER, algo)
+    return after is not None and after == _recorded(STAGE, algo)
 
 
 def _clear() -> None:
@@ -162,32 +168,41 @@ def _clear() -> None:
     left_as_they_were.cache_clear()
 
 
-def begin_after() -> str:
-    """Record the defaults as they stand as the after stage's (``AFTER_DEFAULTS``), from which
-    the after-runs are made; a ValueError where they are the before-runs' (nothing changed) or
-    the after stage has begun already."""
+def begin_after(algos: Sequence[str]) -> list[str]:
+    """Record each of ``algos``' defaults as they stand as its after stage's (``AFTER_DEFAULTS``),
+    from which its after-runs are made (where they are still its before-runs', those serve as
+    its after-runs), one line each; a ValueError, with nothing written, where one is not of the
+    four or its after stage has begun already."""
     import subprocess
 
-    defaults = generic_defaults()
-    if AFTER_DEFAULTS.is_file():
-        raise ValueError(f"the after stage has begun already: {AFTER_DEFAULTS}")
-    if json.loads(BEFORE_DEFAULTS.read_text())["defaults"] == defaults:
-        raise ValueError(
-            "sweeps/gym_family.py's defaults are still the before-runs' "
-            f"({BEFORE_DEFAULTS.name} in {RESULTS}): change them (the family's studies) first"
-        )
+    begun = json.loads(AFTER_DEFAULTS.read_text()) if AFTER_DEFAULTS.is_file() else {}
+    for algo in algos:
+        if algo not in ALGOS:
+            raise ValueError(f"--begin-after: {algo!r} is not one of {', '.join(ALGOS)}")
+        if algo in begun:
+            raise ValueError(
+                f"{algo}'s after stage has begun already ({begun[algo]['commit']}): "
+                f"{AFTER_DEFAULTS}"
+            )
     head = subprocess.run(
         ["git", "log", "-1", "--format=%h (%cs)"], capture_output=True, text=True, check=False
     ).stdout.strip()
+    lines = []
+    for algo in dict.fromkeys(algos):
+        begun[algo] = {"commit": head or "unknown", "defaults": of_algo(generic_defaults(), algo)}
+        same = begun[algo]["defaults"] == _recorded(STAGE, algo)
+        lines.append(
+            f"{algo}'s after stage begins with its defaults of {begun[algo]['commit']}"
+            + (
+                ": its study left them as they were, so its before-runs serve as its after-runs"
+                if same
+                else ""
+            )
+        )
     AFTER_DEFAULTS.parent.mkdir(parents=True, exist_ok=True)
-    doc = {"commit": head or "unknown", "defaults": defaults}
-    AFTER_DEFAULTS.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    atomic_write_text(AFTER_DEFAULTS, json.dumps(begun, indent=2, sort_keys=True) + "\n")
     _clear()
-    same = [a for a in ALGOS if left_as_they_were(a)]
-    kept = f"; left as they were: {', '.join(same)} (its before-runs serve as its after-runs)"
-    return f"the after stage begins with the defaults of {doc['commit']}: {AFTER_DEFAULTS}" + (
-        kept if same else ""
-    )
+    return lines
 
 
 @dataclass(frozen=True)
@@ -246,8 +261,10 @@ class FamilyRun:
 
     def unavailable(self, at: Places | None = None) -> str | None:
         if self.serves is not None:
+            if _defaults_changed(AFTER, self.algo):  # (left as they were, then changed)
+                return _defaults_changed(AFTER, self.algo)
             return (
-                f"the studies left {self.algo}'s defaults as they were: its before-run "
+                f"its study left {self.algo}'s defaults as they were: its before-run "
                 f"{self.serves.name} serves as this one (made in the before stage)"
             )
         if self.algo != BASELINE and _defaults_changed(self.stage, self.algo):  # (the baseline's
@@ -307,16 +324,21 @@ def _stage(stage: str, algos: Sequence[str]) -> tuple[FamilyRun, ...]:
     )
 
 
-# The before-runs (with the baseline beside them), then the after-runs of the four: skipped, and
-# saying why, until the after stage has begun.
+# The before-runs (with the baseline beside them), then the after-runs of the four: each skipped,
+# and saying why, until its algorithm's after stage has begun.
 PLAN: tuple[FamilyRun, ...] = (*_stage(STAGE, (*ALGOS, BASELINE)), *_stage(AFTER, ALGOS))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--begin-after" in argv:  # (the queue's own flags are records.build_parser's)
+        at = argv.index("--begin-after")
+        algos = [a for a in (argv[at + 1] if at + 1 < len(argv) else "").split(",") if a]
         try:
-            print(f"[records] {begin_after()}")
+            if not algos:
+                raise ValueError(f"--begin-after needs the algorithms: one or more of {ALGOS}")
+            for line in begin_after(algos):
+                print(f"[records] {line}: {AFTER_DEFAULTS}")
         except ValueError as e:
             print(f"python -m benchmarks.family_records: error: {e}", file=sys.stderr)
             return 2

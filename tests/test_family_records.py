@@ -78,7 +78,7 @@ def test_an_env_this_machine_cannot_build_is_skipped_with_its_reason(tmp_path, m
     before = [r for r in family.PLAN if r.stage == family.STAGE]
     assert len(would) == len(before) - len(skipped)
     assert all("spaceinvaders" in line for line in skipped)
-    waiting = [line for line in out if "the after stage has not begun" in line]
+    waiting = [line for line in out if "after stage has not begun" in line]
     assert len(waiting) == len(family.PLAN) - len(before)
 
 
@@ -131,11 +131,14 @@ def test_an_algorithms_defaults_stay_those_of_its_before_runs_until_all_of_them_
         )
 
 
-def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_path, monkeypatch):
-    """The after-runs (the tuned defaults) are skipped, saying how to begin, until
-    ``--begin-after`` records the defaults; it refuses while they are still the before-runs'.
-    Their tables go to results/gym/after, and each makes the family report at results/gym:
-    the four tuned and the baseline, the before-runs beside them (``--before``)."""
+def test_an_algorithms_after_runs_wait_for_its_after_stage_and_hold_to_its_defaults(
+    tmp_path, monkeypatch, capsys
+):
+    """An algorithm's after-runs (its tuned defaults) are skipped, saying how to begin, until
+    ``--begin-after ALGO`` records its defaults, one algorithm's apart from another's; it refuses
+    an algorithm not of the four, or one begun already, writing nothing. The after-runs' tables go
+    to results/gym/after, and each makes the family report at results/gym: the four tuned and the
+    baseline, the before-runs beside them (``--before``)."""
     import copy
     import json
 
@@ -146,22 +149,28 @@ def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_pa
     monkeypatch.setattr(family, "BEFORE_DEFAULTS", before)
     family._clear()
     after = family.FamilyRun(TUNING[0], "apex", 2, family.AFTER)
+    appo = family.FamilyRun(TUNING[0], "appo", 2, family.AFTER)
     assert after.name == "family-after-apex-s2-cartpole-v1"
     folder = tmp_path / "results/gym/after"
     assert after.table(queue.Places(tmp_path)) == folder / f"{after.name}.csv.gz"
-    assert "--begin-after" in after.unavailable()
-    assert family.main(["--begin-after"]) == 2  # the defaults are still the before's
+    assert "`python -m benchmarks.family_records --begin-after apex`" in after.unavailable()
+    for wrong in (["--begin-after"], ["--begin-after", "apex,ppo"]):
+        assert family.main(wrong) == 2
+    assert "'ppo' is not one of" in capsys.readouterr().err
     assert not family.AFTER_DEFAULTS.exists()
 
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
     family._clear()
-    assert family.main(["--begin-after"]) == 0
-    recorded = json.loads(family.AFTER_DEFAULTS.read_text())["defaults"]
-    assert recorded["tuned"]["apex"]["lr"] == 5e-4
+    assert family.main(["--begin-after", "apex"]) == 0
+    recorded = json.loads(family.AFTER_DEFAULTS.read_text())
+    assert set(recorded) == {"apex"} and recorded["apex"]["defaults"]["tuned"]["lr"] == 5e-4
     assert after.unavailable() is None
-    assert family.main(["--begin-after"]) == 2  # once
+    assert "appo's after stage has not begun" in appo.unavailable()  # its study goes on
+    assert family.main(["--begin-after", "appo,apex"]) == 2  # apex's once: nothing written
+    assert "apex's after stage has begun already" in capsys.readouterr().err
+    assert set(json.loads(family.AFTER_DEFAULTS.read_text())) == {"apex"}
     tuned["apex"]["lr"] = 1e-4  # changed again: the after-runs hold to theirs
     family._clear()
     assert "apex's generic defaults are no longer those its after-runs ran with" in (
@@ -190,24 +199,26 @@ def test_the_after_runs_wait_for_the_after_stage_and_hold_to_its_defaults(tmp_pa
     assert paths[0] == str(results / "REPORT.md")
 
 
-def test_an_algorithm_the_studies_left_as_it_was_has_its_before_runs_as_its_after_runs(
-    tmp_path, monkeypatch
+def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_runs(
+    tmp_path, monkeypatch, capsys
 ):
-    """Where the after stage began with an algorithm's defaults those of its before-runs, its
+    """Where an algorithm's after stage began with the defaults of its before-runs, its
     after-runs are those very runs: collected once they are, never run again (the queue says
     why), and the family report takes them as its runs, not as its before (`--before`)."""
     import copy
 
     from sweeps import gym_family
 
-    defaults = family.generic_defaults()
+    before = _FakeFile({"defaults": family.generic_defaults()})
+    monkeypatch.setattr(family, "BEFORE_DEFAULTS", before)
+    monkeypatch.setattr(family, "AFTER_DEFAULTS", tmp_path / "after" / "DEFAULTS.json")
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    monkeypatch.setattr(family, "BEFORE_DEFAULTS", _FakeFile({"defaults": defaults}))
-    after = _FakeFile({"defaults": family.generic_defaults()})
-    monkeypatch.setattr(family, "AFTER_DEFAULTS", after)
     family._clear()
+    assert family.main(["--begin-after", "apex,dqn"]) == 0
+    out = capsys.readouterr().out
+    assert "dqn's after stage begins" in out and "its before-runs serve as its after-runs" in out
     at = queue.Places(tmp_path, tmp_path / "runs")
     env = TUNING[0]
     dqn, apex = (family.FamilyRun(env, a, 0, family.AFTER) for a in ("dqn", "apex"))
@@ -239,6 +250,11 @@ def test_an_algorithm_the_studies_left_as_it_was_has_its_before_runs_as_its_afte
     ]
     old = command[command.index("--before") + 1 : command.index("--held-out")]
     assert [Path(t).name for t in old] == ["family-before-apex-s0-cartpole-v1.csv.gz"]
+    tuned["dqn"]["lr"] = 5e-4  # tuned after all: its after stage no longer holds
+    family._clear()
+    assert "dqn's generic defaults are no longer those its after-runs ran with" in (
+        dqn.unavailable()
+    )
     family._clear()
 
 
