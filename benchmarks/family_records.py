@@ -247,7 +247,7 @@ class FamilyRun:
 
     @property
     def serves(self) -> FamilyRun | None:
-        """The before-run that serves as this after-run, where the studies left its algorithm's
+        """The before-run that serves as this after-run, where its study left its algorithm's
         defaults as they were (the same run: it is made once, in the before stage); else None."""
         if self.stage == AFTER and self.algo != BASELINE and left_as_they_were(self.algo):
             return replace(self, stage=STAGE)
@@ -336,7 +336,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         algos = [a for a in (argv[at + 1] if at + 1 < len(argv) else "").split(",") if a]
         try:
             if not algos:
-                raise ValueError(f"--begin-after needs the algorithms: one or more of {ALGOS}")
+                four = ",".join(ALGOS)
+                raise ValueError(f"--begin-after needs one or more of {four} (comma-separated)")
             for line in begin_after(algos):
                 print(f"[records] {line}: {AFTER_DEFAULTS}")
         except ValueError as e:

@@ -179,14 +179,12 @@ def test_an_algorithms_after_runs_wait_for_its_after_stage_and_hold_to_its_defau
     family._clear()
 
     results = tmp_path / "results/gym"
-    made = (
-        "after/family-after-apex-s0-cartpole-v1",
-        "before/family-sb3-dqn-s0-cartpole-v1",
-        "before/family-before-apex-s0-cartpole-v1",
+    _tables(
+        results,
+        "after/family-after-apex-s0",
+        "before/family-sb3-dqn-s0",
+        "before/family-before-apex-s0",
     )
-    for name in made:
-        (results / f"{name}.csv.gz").parent.mkdir(parents=True, exist_ok=True)
-        (results / f"{name}.csv.gz").write_text("rows")
     command, paths = after.report(queue.Places(tmp_path))
     tables = command[command.index("report") + 1 : command.index("--before")]
     assert [Path(t).name for t in tables] == [
@@ -230,16 +228,12 @@ def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_
     )
     assert apex.unavailable() is None
     assert queue.status(dqn, at) == "to do"
-    results = tmp_path / "results/gym"
     made = (
-        "after/family-after-apex-s0-cartpole-v1",
-        "before/family-sb3-dqn-s0-cartpole-v1",
-        "before/family-before-apex-s0-cartpole-v1",
-        "before/family-before-dqn-s0-cartpole-v1",
+        "after/family-after-apex-s0",
+        "before/family-sb3-dqn-s0",
+        "before/family-before-apex-s0",
     )
-    for name in made:
-        (results / f"{name}.csv.gz").parent.mkdir(parents=True, exist_ok=True)
-        (results / f"{name}.csv.gz").write_text("rows")
+    _tables(tmp_path / "results/gym", *made, "before/family-before-dqn-s0")
     assert queue.status(dqn, at) == "collected"
     command, _ = apex.report(at)
     tables = command[command.index("report") + 1 : command.index("--before")]
@@ -256,6 +250,14 @@ def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_
         dqn.unavailable()
     )
     family._clear()
+
+
+def _tables(results: Path, *names: str) -> None:
+    """A collected table (no rows needed) of each named run on CartPole in ``results``."""
+    for name in names:
+        path = results / f"{name}-cartpole-v1.csv.gz"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("rows")
 
 
 class _FakeFile:
