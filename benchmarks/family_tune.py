@@ -16,7 +16,8 @@ The defaults as they stand run first, with the same seeds and budgets: the "befo
 
 How to run
 ----------
-    python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 --dry-run
+    python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 --dry-run  # and
+    # where the study stands: trials done, the one tried again first, at most how long the rest
     nohup python -m benchmarks.family_tune --algo appo --trials 20 --budget-scale 0.5 \
         --hours 2.5 --commit > tune.log 2>&1 &
 
@@ -241,30 +242,39 @@ def worst_case_s(env: FamilyEnv, scale: float) -> float:
     return env.budget_s * scale * family_records.WALL_PER_TRAIN_S + family_records.FIXED_S
 
 
-def retry_unfinished(study: Any, filled: dict[str, Any] | None = None) -> list[str]:
-    """Ask again for each trial that a kill or ``--hours`` left unfinished (FAIL), with its values
-    and its tag, so that the runs it finished are reused; a tag tried ``MAX_TRIES`` times is
-    left failed. ``filled``: the values of parameters the space drew after the trial was drawn
-    (``gym_family.BEFORE_SEARCHED``), which its runs ran with. Returns the tags asked again."""
+def unfinished(trials: Sequence[Any]) -> list[Any]:
+    """The trials a kill or ``--hours`` left unfinished (FAIL; RUNNING in a journal whose writer
+    was killed, closed as FAIL when the study opens) that are tried again: one per tag, not
+    settled by a later try, tried fewer than ``MAX_TRIES`` times, and not a repeat of values a
+    trial has already been judged on (a sampler that repeated a draw: see ``_sampler``)."""
     from optuna.trial import TrialState
 
-    trials = study.get_trials(deepcopy=False)
-    failed = Counter(t.user_attrs.get("tag") for t in trials if t.state == TrialState.FAIL)
-    settled = {t.user_attrs.get("tag") for t in trials if t.state != TrialState.FAIL}
-    # values a trial has already been judged on: a failed trial that drew them again is not
-    # asked again (a sampler that repeated a draw: see _sampler)
+    cut = (TrialState.FAIL, TrialState.RUNNING)
+    failed = Counter(t.user_attrs.get("tag") for t in trials if t.state in cut)
+    settled = {t.user_attrs.get("tag") for t in trials if t.state not in cut}
     judged = [t.params for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    again = []
+    found = []
     for t in trials:
         tag = t.user_attrs.get("tag")
-        if t.state != TrialState.FAIL or not tag or tag in settled or failed[tag] >= MAX_TRIES:
+        if t.state not in cut or not tag or tag in settled or failed[tag] >= MAX_TRIES:
             continue
         if t.params in judged:
             continue
-        values = {**{k: v for k, v in (filled or {}).items() if k not in t.params}, **t.params}
-        study.enqueue_trial(values, user_attrs={"tag": tag})
         settled.add(tag)
-        again.append(tag)
+        found.append(t)
+    return found
+
+
+def retry_unfinished(study: Any, filled: dict[str, Any] | None = None) -> list[str]:
+    """Ask again for each trial that a kill or ``--hours`` left unfinished (``unfinished``), with
+    its values and its tag, so that the runs it finished are reused. ``filled``: the values of
+    parameters the space drew after the trial was drawn (``gym_family.BEFORE_SEARCHED``), which
+    its runs ran with. Returns the tags asked again."""
+    again = []
+    for t in unfinished(study.get_trials(deepcopy=False)):
+        values = {**{k: v for k, v in (filled or {}).items() if k not in t.params}, **t.params}
+        study.enqueue_trial(values, user_attrs={"tag": t.user_attrs["tag"]})
+        again.append(t.user_attrs["tag"])
     return again
 
 
@@ -415,6 +425,37 @@ class Study:
         atomic_write_text(self.record / PAGE, text)
         return self.record / PAGE
 
+    def progress(self) -> str:
+        """Where the study stands (one line, for a dry run): its trials done (complete, pruned),
+        those a kill or ``--hours`` left unfinished (tried again next), the defaults' runs not on
+        record, and at most how long the rest takes; read from the journal without writing."""
+        import optuna
+        from optuna.trial import TrialState
+
+        from sweeps.harness import storage
+
+        journal = self.record / JOURNAL
+        trials = []
+        if journal.is_file():
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+            url = storage.optuna_storage(str(journal), read_only=True)
+            trials = optuna.load_study(study_name=self.name, storage=url).get_trials(deepcopy=False)
+        states = Counter(t.state for t in trials)
+        done = states[TrialState.COMPLETE] + states[TrialState.PRUNED]
+        again = [t.user_attrs["tag"] for t in unfinished(trials)]
+        runs = [e for e in self.envs if self.recorded("defaults", e) is None]
+        per_trial = sum(worst_case_s(e, self.scale * self.seeds) for e in self.envs)
+        left = max(self.trials - done, 0)
+        hours = left * per_trial + sum(worst_case_s(e, self.scale * self.seeds) for e in runs)
+        return (
+            f"[tune] so far: {done} of {self.trials} trials done ({states[TrialState.COMPLETE]} "
+            f"complete, {states[TrialState.PRUNED]} pruned)"
+            + (f"; unfinished, tried again first: {', '.join(again)}" if again else "")
+            + (f"; the defaults' runs to make: {', '.join(e.env for e in runs)}" if runs else "")
+            + f"; left: at most {hours / 3600:.1f} h (a pruned trial ends sooner, a trial "
+            "cut short goes on from the runs it finished)"
+        )
+
     def save(self, what: str, *paths: Path) -> None:
         """Regenerate the study's page; commit it, the journal and ``paths`` (with
         ``commit``)."""
@@ -488,6 +529,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for env in envs:
             command = shlex.join(study.benchmark_argv("t0", env, []))
             print(f"  python -m sweeps.benchmark {command}")
+        print(study.progress(), flush=True)
         return 0
     with stopping.on_signal("tune"):
         return _tune(study)

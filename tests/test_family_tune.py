@@ -56,6 +56,7 @@ def test_dry_run_prints_each_env_s_benchmark_and_runs_nothing(tmp_path, capsys):
     assert "at most 210 s of training per trial" in out
     assert "--stop-train-time-s 60 --name t0-cartpole-v1 --algos appo" in out
     assert not any(tmp_path.iterdir())
+    assert "[tune] so far: 0 of 20 trials done (0 complete, 0 pruned); left: at most" in out
 
 
 def test_a_held_out_env_is_one_error(capsys):
@@ -152,6 +153,11 @@ def test_a_trial_cut_short_is_tried_again_with_its_values_and_the_runs_it_finish
     assert (
         "stopped at the end of the hours: t1 on Acrobot-v1; 1 of 2 trials"
         in capsys.readouterr().out
+    )
+    # a dry run says where the study stands, from its journal: t1 goes on first
+    assert study.progress().startswith(
+        "[tune] so far: 1 of 2 trials done (1 complete, 0 pruned); unfinished, tried again "
+        "first: t1; left: at most 0."
     )
     assert not (study.record / family_tune.BEST_FILE).exists()
 
