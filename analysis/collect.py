@@ -18,6 +18,10 @@ A table named ``*.csv.gz`` is written and read gzipped (about a twentieth of the
 
 Broken pieces (truncated ``result.json`` lines, empty or half-written trial folders, a missing
 ``params.json``) are skipped and listed in one warning; what is valid is still collected.
+
+One file (over 500 lines): the table's columns, how each is read from a result, and the table's
+own file (written, read, gathered from folders and tables alike) are one contract; one folder's
+reading is ``run_folder.py``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,9 @@ A run folder holds our runner's ``run.json`` and one folder per trial (``params.
 ``python -m sweeps.evaluate``). Broken pieces (truncated ``result.json`` lines, empty or
 half-written trial folders, a missing ``params.json``) are skipped and named; what is valid is
 still read. A trial's status is decided here, from its files.
+
+One file (over 500 lines): every file of a run folder is read here, and what one says (a
+restart's trimmed rows, an evaluation after the end, an error) decides how the others are read.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ record of a resumed sweep (``resumed_record``), a trial's result files trimmed t
 its checkpoint when it restarts from it (``ResultJsonLogger``, ``ProgressCsvLogger``), a trial
 pointed at a newer checkpoint when the one the saved state names is gone (``CheckpointGuard``),
 and the Optuna trials a killed driver left RUNNING (``close_stale_study_trials``).
+
+One file (over 500 lines): each piece is what one kind of interruption leaves behind, and the
+resume reads all of them together; apart, a reader would have to find them to see what a resume
+repairs.
 """
 
 from __future__ import annotations
