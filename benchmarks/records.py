@@ -51,6 +51,10 @@ from sweeps.harness.record import RunRecord
 from sweeps.harness.subprocs import popen_stoppable
 
 STORAGE = Path("runs/benchmark")
+# The longest a planned run may take (its worst case): a working stretch is about 3 hours, from its
+# setup to its closing test suite, and its work tree does not outlive it, so a run stopped at a
+# stretch's end starts again from nothing in the next. A plan's runs all fit in one (tested).
+STRETCH_RUN_S = 2.6 * 3600
 # --fill: the least time worth starting a run that does not fit (Ray's start, the first
 # checkpoint), and what a run stopped at the end may take to save and shut Ray down.
 MIN_FILL_S = 1200.0

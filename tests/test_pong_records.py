@@ -59,6 +59,15 @@ def test_every_planned_run_is_a_benchmark_command_of_one_configuration(tmp_path)
         )
 
 
+def test_every_planned_run_fits_in_one_working_stretch(tmp_path):
+    """A work tree does not outlive its stretch: a run longer than one would be stopped at the
+    stretch's end and start again from nothing in the next, for ever."""
+    storage = tmp_path / "runs"
+    for run in records.QUEUE:
+        worst = queue.worst_case_s(run, "to do", storage)
+        assert worst <= queue.STRETCH_RUN_S, (run.name, worst / 3600)
+
+
 def test_the_rate_runs_are_one_sitting_run_whole_or_not_at_all(tmp_path, capsys):
     """The rate runs go one after another where all that are left fit in the hours, never as a
     --fill; their tables go beside the runs' (results/pong/rates) and the report takes them."""
