@@ -366,15 +366,22 @@ class Study:
 
     def recorded(self, tag: str, env: FamilyEnv) -> Path | None:
         """The collected table of ``tag``'s benchmark on ``env``, where there is one: the study's
-        own, or for the defaults at one seed the family's run of record of that seed."""
+        own, or for the defaults at one seed the family's run of record of that seed (while the
+        algorithm's defaults are still those its before-runs ran with)."""
         table = self.table(tag, env)
         if table.is_file():
             return table
-        if tag == "defaults" and self.seeds == 1:
+        if tag == "defaults" and self.seeds == 1 and self.before_holds():
             run = family_records.FamilyRun(env, self.algo, self.seed)
             of_record = run.table(family_records.Places())
             return of_record if of_record.is_file() else None
         return None
+
+    def before_holds(self) -> bool:
+        """Whether the algorithm's defaults are still those its before-runs ran with
+        (``family_records``): once a study has changed them, the before-runs are not its
+        defaults' runs."""
+        return family_records._defaults_changed(family_records.STAGE, self.algo) is None
 
     def run(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> Path | None:
         """Run ``tag``'s benchmark on ``env`` and collect it into the record (committed with
@@ -608,6 +615,10 @@ def _tune(runs: Study) -> int:
     if again:
         print(f"[tune] tried again, with the runs they finished: {', '.join(again)}", flush=True)
     done = (TrialState.COMPLETE, TrialState.PRUNED)
+    finished = len(study.get_trials(deepcopy=False, states=done)) >= runs.trials
+    if finished and (runs.record / BEST_FILE).is_file():  # (its defaults may have changed since)
+        print(f"[tune] the study is done: {runs.record / BEST_FILE}; nothing to run", flush=True)
+        return 0
     trial = None
     try:
         before = runs.evaluate("defaults", [])

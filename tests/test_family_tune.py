@@ -120,6 +120,26 @@ def test_the_defaults_are_the_family_s_runs_of_record_and_nothing_is_run_again(
     assert study.recorded("defaults", cartpole) == own
 
 
+def test_once_the_defaults_changed_the_before_runs_are_not_the_defaults_runs(monkeypatch):
+    """A study of the changed defaults (a second one, ``--name``) runs them itself: the
+    before-runs of record ran with the defaults as they were."""
+    import copy
+
+    from benchmarks import family_records
+    from sweeps import gym_family
+
+    study = _study(Path("/nonexistent"))
+    cartpole = study.envs[0]
+    assert study.before_holds() and study.recorded("defaults", cartpole) is not None
+    tuned = copy.deepcopy(gym_family.TUNED)
+    tuned["apex"]["lr"] = 5e-4
+    monkeypatch.setattr(gym_family, "TUNED", tuned)
+    family_records._clear()
+    assert not study.before_holds() and study.recorded("defaults", cartpole) is None
+    assert _study(Path("/nonexistent"), algo="dqn").before_holds()  # one algorithm's apart
+    family_records._clear()
+
+
 def test_no_run_starts_that_could_end_after_the_hours(tmp_path, monkeypatch):
     import time
 
@@ -167,6 +187,9 @@ def test_a_trial_cut_short_is_tried_again_with_its_values_and_the_runs_it_finish
     assert "tried again, with the runs they finished: t1" in capsys.readouterr().out
     best = json.loads((study.record / family_tune.BEST_FILE).read_text())
     assert best["defaults_score"] > 2.0 and best["best_tag"] in ("t0", "t1")
+    made = len(ran)  # the same command once the study is done: nothing runs, the defaults neither
+    assert family_tune._tune(study) == 0
+    assert len(ran) == made and "[tune] the study is done" in capsys.readouterr().out
 
     import optuna
 
