@@ -33,7 +33,11 @@ trial that a kill, or ``--hours``, left unfinished is tried again with its own v
 case (its budget, the family runs' wall-clock per training second, start-up) would end after
 them. The defaults' runs are the family's runs of record where those are collected
 (``results/gym/before``, seed for seed: a run that reached its target after the scaled budget
-counts as a miss), run here only where they are not.
+counts as a miss), run here only where they are not; that holds while the study's defaults are
+those the runs of record ran with. A study keeps the defaults it began on (its journal's
+``defaults``): once the algorithm's defaults in ``sweeps/gym_family.py`` differ from them (the
+study's verdict committed), its command runs no more trials (a new study: ``--name``), and a
+finished study's command runs nothing at all.
 
 To stop it before its hours: ``kill PID`` (SIGTERM), or Ctrl-C at its terminal. The tuner stops
 its running sweep cleanly and leaves the trial unfinished, to be tried again by the next
@@ -55,6 +59,7 @@ env).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import shlex
@@ -75,6 +80,9 @@ from sweeps.harness.errors import OneLineErrorParser
 ALGOS = ("dqn", "apex", "impala", "appo")
 BEST_FILE = "BEST.json"
 JUDGED_BY = "judged_by"  # the study's user attribute: Study.judged_by of its first command
+# ... and the algorithm's generic defaults it began on (family_records.of_algo), which its trials'
+# values are drawn over and its "defaults" row is: a study without it began on the before-runs'.
+DEFAULTS = "defaults"
 JOURNAL = "study.journal"
 RECORD = Path("results/gym/tune")  # the studies' committed record, one folder each
 MAX_TRIES = 3  # a trial's tries, counting the runs that a kill or --hours cut short
@@ -371,17 +379,52 @@ class Study:
         table = self.table(tag, env)
         if table.is_file():
             return table
-        if tag == "defaults" and self.seeds == 1 and self.before_holds():
+        if tag == "defaults" and self.seeds == 1 and self.began_on_before():
             run = family_records.FamilyRun(env, self.algo, self.seed)
             of_record = run.table(family_records.Places())
             return of_record if of_record.is_file() else None
         return None
 
-    def before_holds(self) -> bool:
-        """Whether the algorithm's defaults are still those its before-runs ran with
-        (``family_records``): once a study has changed them, the before-runs are not its
-        defaults' runs."""
-        return family_records._defaults_changed(family_records.STAGE, self.algo) is None
+    @functools.cached_property
+    def began_on(self) -> dict[str, Any]:
+        """The algorithm's generic defaults this study began on (``DEFAULTS`` in its journal; a
+        study with trials recorded before the tuner kept them began on the before-runs'); a
+        study without trials yet, those that stand now."""
+        import optuna
+
+        from sweeps.harness import storage
+
+        journal = self.record / JOURNAL
+        now = family_records.of_algo(family_records.generic_defaults(), self.algo)
+        if not journal.is_file():
+            return now
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        url = storage.optuna_storage(str(journal), read_only=True)
+        try:
+            study = optuna.load_study(study_name=self.name, storage=url)
+        except KeyError:  # (another study's journal: this one not begun)
+            return now
+        if DEFAULTS in study.user_attrs:
+            return study.user_attrs[DEFAULTS]
+        before = family_records._recorded(family_records.STAGE, self.algo)
+        return before if study.get_trials(deepcopy=False) and before is not None else now
+
+    def began_on_before(self) -> bool:
+        """Whether the study began on the defaults the family's before-runs ran with: those runs
+        are then its defaults' runs."""
+        return self.began_on == family_records._recorded(family_records.STAGE, self.algo)
+
+    def defaults_moved(self) -> str | None:
+        """Why no more trials run (one line): the algorithm's defaults now differ from those the
+        study began on, which its trials are drawn over; None where they are the same."""
+        now = family_records.of_algo(family_records.generic_defaults(), self.algo)
+        if now == self.began_on:
+            return None
+        return (
+            f"{self.algo}'s generic defaults in sweeps/gym_family.py are no longer those the study "
+            f"{self.name!r} began on (its trials' values are drawn over those): it runs no more "
+            "trials; --name for a new study of the defaults as they stand"
+        )
 
     def run(self, tag: str, env: FamilyEnv, sets: Sequence[str]) -> Path | None:
         """Run ``tag``'s benchmark on ``env`` and collect it into the record (committed with
@@ -434,8 +477,9 @@ class Study:
 
     def progress(self) -> str:
         """Where the study stands (one line, for a dry run): its trials done (complete, pruned),
-        those a kill or ``--hours`` left unfinished (tried again next), the defaults' runs not on
-        record, and at most how long the rest takes; read from the journal without writing."""
+        one running or left unfinished by a kill or ``--hours`` (tried again next), the defaults'
+        runs not on record, and at most how long the rest takes; or that it is done, or can run
+        no more trials. Read from the journal without writing."""
         import optuna
         from optuna.trial import TrialState
 
@@ -446,9 +490,17 @@ class Study:
         if journal.is_file():
             optuna.logging.set_verbosity(optuna.logging.WARNING)
             url = storage.optuna_storage(str(journal), read_only=True)
-            trials = optuna.load_study(study_name=self.name, storage=url).get_trials(deepcopy=False)
+            try:
+                trials = optuna.load_study(study_name=self.name, storage=url).get_trials()
+            except KeyError:  # (another study's journal: this one not begun)
+                trials = []
         states = Counter(t.state for t in trials)
         done = states[TrialState.COMPLETE] + states[TrialState.PRUNED]
+        if done >= self.trials and (self.record / BEST_FILE).is_file():
+            return f"[tune] the study is done ({done} trials): {self.record / BEST_FILE}"
+        moved = self.defaults_moved()
+        if moved:
+            return f"[tune] so far: {done} of {self.trials} trials done; {moved}"
         again = [t.user_attrs["tag"] for t in unfinished(trials)]
         runs = [e for e in self.envs if self.recorded("defaults", e) is None]
         per_trial = sum(worst_case_s(e, self.scale * self.seeds) for e in self.envs)
@@ -457,7 +509,7 @@ class Study:
         return (
             f"[tune] so far: {done} of {self.trials} trials done ({states[TrialState.COMPLETE]} "
             f"complete, {states[TrialState.PRUNED]} pruned)"
-            + (f"; unfinished, tried again first: {', '.join(again)}" if again else "")
+            + (f"; running or cut short (tried again first): {', '.join(again)}" if again else "")
             + (f"; the defaults' runs to make: {', '.join(e.env for e in runs)}" if runs else "")
             + f"; left: at most {hours / 3600:.1f} h (a pruned trial ends sooner, a trial "
             "cut short goes on from the runs it finished)"
@@ -604,8 +656,18 @@ def _tune(runs: Study) -> int:
         pruner=PairsPruner(),
         load_if_exists=True,
     )
+    done = (TrialState.COMPLETE, TrialState.PRUNED)
+    finished = len(study.get_trials(deepcopy=False, states=done)) >= runs.trials
+    if finished and (runs.record / BEST_FILE).is_file():  # (nothing written: its defaults and
+        print(f"[tune] the study is done: {runs.record / BEST_FILE}; nothing to run", flush=True)
+        return 0  # the algorithm's may differ by now)
     if not study.get_trials(deepcopy=False):  # a new study: main refuses others from now on
         study.set_user_attr(JUDGED_BY, runs.judged_by())
+        study.set_user_attr(DEFAULTS, runs.began_on)
+    moved = runs.defaults_moved()
+    if moved:
+        print(f"python -m benchmarks.family_tune: error: {moved}", file=sys.stderr, flush=True)
+        return 2
     study.sampler = _sampler(runs.seed, len(study.get_trials(deepcopy=False)))
     close_stale_study_trials(url, name)  # a trial a killed run left open
     for values in runs.enqueued:  # once: the same values again are not asked twice
@@ -614,11 +676,6 @@ def _tune(runs: Study) -> int:
     again = retry_unfinished(study, {k: v for k, v in BEFORE_SEARCHED.items() if k in space})
     if again:
         print(f"[tune] tried again, with the runs they finished: {', '.join(again)}", flush=True)
-    done = (TrialState.COMPLETE, TrialState.PRUNED)
-    finished = len(study.get_trials(deepcopy=False, states=done)) >= runs.trials
-    if finished and (runs.record / BEST_FILE).is_file():  # (its defaults may have changed since)
-        print(f"[tune] the study is done: {runs.record / BEST_FILE}; nothing to run", flush=True)
-        return 0
     trial = None
     try:
         before = runs.evaluate("defaults", [])

@@ -15,6 +15,28 @@ from benchmarks import family_tune
 from sweeps.env_family import HELD_OUT, TUNING
 
 
+@pytest.fixture(autouse=True)
+def _before_record_is_the_defaults_as_they_stand(monkeypatch):
+    """The tests take the before-runs' record to be the defaults as they stand: they hold once a
+    study's verdict has changed sweeps/gym_family.py, as before."""
+    from benchmarks import family_records
+
+    class _Record:
+        name = "DEFAULTS.json"
+        text = json.dumps({"defaults": family_records.generic_defaults()})  # (as they stand now)
+
+        def is_file(self):
+            return True
+
+        def read_text(self):
+            return self.text
+
+    monkeypatch.setattr(family_records, "BEFORE_DEFAULTS", _Record())
+    family_records._clear()
+    yield
+    family_records._clear()
+
+
 def test_it_tunes_on_the_tuning_envs_cheapest_first_and_never_on_a_held_out_one():
     envs = family_tune.tuning_envs(None)
     assert {e.env for e in envs} == {e.env for e in TUNING}
@@ -120,23 +142,50 @@ def test_the_defaults_are_the_family_s_runs_of_record_and_nothing_is_run_again(
     assert study.recorded("defaults", cartpole) == own
 
 
-def test_once_the_defaults_changed_the_before_runs_are_not_the_defaults_runs(monkeypatch):
-    """A study of the changed defaults (a second one, ``--name``) runs them itself: the
-    before-runs of record ran with the defaults as they were."""
+def test_a_study_keeps_the_defaults_it_began_on_and_stops_when_they_move(
+    tmp_path, monkeypatch, capsys
+):
+    """A study's trials are drawn over the defaults it began on (a study recorded before the
+    tuner kept them: the before-runs'). Once sweeps/gym_family.py's differ (the study's verdict
+    committed), its command runs no more trials; a new study of the defaults as they stand runs
+    its defaults itself (the before-runs of record ran with others)."""
     import copy
+
+    import optuna
 
     from benchmarks import family_records
     from sweeps import gym_family
+    from sweeps.harness import storage
 
-    study = _study(Path("/nonexistent"))
+    study = _study(tmp_path)
     cartpole = study.envs[0]
-    assert study.before_holds() and study.recorded("defaults", cartpole) is not None
+    assert study.began_on_before() and study.recorded("defaults", cartpole) is not None
+    study.record.mkdir(parents=True)  # a study begun before the tuner kept its defaults
+    journal = storage.optuna_storage(str(study.record / family_tune.JOURNAL))
+    begun = optuna.create_study(study_name="apex", storage=journal, direction="maximize")
+    begun.tell(begun.ask(), 1.0)
     tuned = copy.deepcopy(gym_family.TUNED)
-    tuned["apex"]["lr"] = 5e-4
+    tuned["apex"]["lr"] = 5e-4  # its verdict committed
     monkeypatch.setattr(gym_family, "TUNED", tuned)
     family_records._clear()
-    assert not study.before_holds() and study.recorded("defaults", cartpole) is None
-    assert _study(Path("/nonexistent"), algo="dqn").before_holds()  # one algorithm's apart
+    old = _study(tmp_path)
+    assert old.began_on_before() and "no longer those the study 'apex' began on" in (
+        old.defaults_moved()
+    )
+
+    def refuse(*_):
+        raise AssertionError("ran a benchmark")
+
+    monkeypatch.setattr(family_tune.Study, "run", refuse)
+    assert family_tune._tune(old) == 2
+    assert "it runs no more trials; --name for a new study" in capsys.readouterr().err
+    assert "it runs no more trials" in old.progress()
+
+    new = _study(tmp_path, name="apex-2", record=tmp_path / "record" / "apex-2")
+    assert new.defaults_moved() is None and not new.began_on_before()
+    assert new.recorded("defaults", cartpole) is None  # its own defaults' runs, not the before's
+    dqn = _study(tmp_path, algo="dqn", name="dqn", record=tmp_path / "record" / "dqn")
+    assert dqn.began_on_before() and dqn.defaults_moved() is None  # one algorithm's apart
     family_records._clear()
 
 
@@ -176,8 +225,8 @@ def test_a_trial_cut_short_is_tried_again_with_its_values_and_the_runs_it_finish
     )
     # a dry run says where the study stands, from its journal: t1 goes on first
     assert study.progress().startswith(
-        "[tune] so far: 1 of 2 trials done (1 complete, 0 pruned); unfinished, tried again "
-        "first: t1; left: at most 0."
+        "[tune] so far: 1 of 2 trials done (1 complete, 0 pruned); running or cut short (tried "
+        "again first): t1; left: at most 0."
     )
     assert not (study.record / family_tune.BEST_FILE).exists()
 
