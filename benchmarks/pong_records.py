@@ -301,7 +301,7 @@ QUEUE: tuple[records.Planned, ...] = (*PLAN, *family_records.PLAN)
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = functools.partial(records.build_parser, "python -m benchmarks.pong_records", __doc__)
-    return records.main(QUEUE, argv, parser)
+    return records.main(QUEUE, argv, parser, family_records.behind)
 
 
 if __name__ == "__main__":

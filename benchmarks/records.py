@@ -16,7 +16,9 @@ ones fills the hours the long ones leave. For each: the benchmark (an interrupte
 queue is resumed from its last checkpoint instead), the collected table, and its plan's report
 regenerated (where a run is one of a *group*, once the group's last is collected: a report's
 charts are not committed again for every run); with ``--commit``, a commit of those files
-alone. The first run that fails stops the queue (exit 1). Nothing else may run beside it.
+alone. The first run that fails stops the queue (exit 1). Nothing else may run beside it. At
+its end the queue regenerates (and commits) a plan's report left behind runs collected without
+running (a run another run's table serves: ``main``'s ``behind``).
 
 The hours given are a hard end: a run still training then is stopped as Ctrl-C stops it (it saves
 where it was, and is left *interrupted*: the next queue on this work tree resumes it). With
@@ -73,6 +75,16 @@ class Places:
 
     def __truediv__(self, relative: str | Path) -> Path:
         return self.root / relative
+
+
+@dataclass(frozen=True)
+class Refresh:
+    """A report behind the runs its plan collected, to regenerate (``main``'s ``behind``): the
+    command, the git pathspecs of what it writes, and why, in a few words."""
+
+    command: list[str]
+    paths: list[str]
+    why: str
 
 
 class Planned(Protocol):
@@ -392,28 +404,48 @@ def listing(plan: Sequence[Planned], at: Places) -> str:
     )
 
 
+Behind = Callable[[Places], list[Refresh]]
+
+
 def main(
     plan: Sequence[Planned],
     argv: Sequence[str] | None = None,
     parser: Callable[[], argparse.ArgumentParser] | None = None,
+    behind: Behind | None = None,
 ) -> int:
     """The queue over ``plan``, in its order, with ``parser``'s flags (default: ``build_parser``
-    as this module's command)."""
+    as this module's command). ``behind``: the plan's reports behind its collected runs (runs
+    collected without running, whose group's report no run regenerated): the listing names
+    them, and the queue regenerates them (and commits them, with ``--commit``) at its end."""
     # Ctrl-C (SIGINT) stops the queue and its run however the queue was started (an ignored
     # SIGINT is inherited: sweeps.harness.subprocs); as it was, after.
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         made = parser() if parser else build_parser("python -m benchmarks.records", __doc__)
-        return _queue(plan, made, argv)
+        return _queue(plan, made, argv, behind or (lambda at: []))
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
-def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv) -> int:
+def refresh(stale: Sequence[Refresh], commit: bool) -> int:
+    """Regenerate each report of ``stale`` (and commit it, with ``commit``); the first failure's
+    exit status, else 0."""
+    for report in stale:
+        rc = _call(report.command, f"{report.why}: regenerating it")
+        if rc == 0 and commit:
+            rc = commit_paths(report.paths, f"Regenerated: {report.why}")
+        if rc != 0:
+            return rc
+    return 0
+
+
+def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv, behind: Behind) -> int:
     args = parser.parse_args(argv)
     at = Places(args.root, args.storage_path)
     if args.hours is None:
         print(listing(plan, at), flush=True)
+        for report in behind(at):
+            print(f"[records] {report.why}: the next queue regenerates it", flush=True)
         return 0
     plan = first_of(plan, args.first, parser)
     busy = running_elsewhere()
@@ -475,4 +507,8 @@ def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv) -> in
         if rc != 0:
             print(f"[records] {run.name}: exit {rc}; the queue stops here", file=sys.stderr)
             return 1
-    return 0
+    if args.dry_run:
+        for report in behind(at):
+            print(f"[records] {report.why}: would regenerate it", flush=True)
+        return 0
+    return 1 if refresh(behind(at), args.commit) else 0
