@@ -73,10 +73,9 @@ def served_lines(algos: Sequence[str]) -> list[str]:
     if not alone:
         return []
     return [
-        f"No *(before)* row: {', '.join(alone)}. The report was given no runs of the earlier "
-        "defaults apart from their runs: the family's queue (`benchmarks/family_records.py`) "
-        "gives an algorithm's before-runs once, as its own, where the studies left its defaults "
-        "as they were (the same runs serve as both).",
+        f"No *(before)* row: {', '.join(alone)}. Their runs were given once, as their own: the "
+        "family's queue (`benchmarks/family_records.py`) does so where an algorithm's study left "
+        "its defaults as they were, its before-runs serving as its after-runs.",
         "",
     ]
 

@@ -218,7 +218,7 @@ class FamilyRun:
     rate: bool = False
     one_core: bool = False
     wall_per_train_s: float = WALL_PER_TRAIN_S
-    fixed_s: float = FIXED_S
+    fixed: float = FIXED_S  # what it adds to its budget (``fixed_s``)
     final_episodes: int = 0  # greedy evaluation runs throughout: no final games
 
     @property
@@ -238,7 +238,12 @@ class FamilyRun:
 
     @property
     def budget_s(self) -> float:
-        return self.env.budget_s
+        """Its env's budget; none for an after-run that a before-run serves (never run)."""
+        return 0.0 if self.serves is not None else self.env.budget_s
+
+    @property
+    def fixed_s(self) -> float:
+        return 0.0 if self.serves is not None else self.fixed
 
     @property
     def results(self) -> Path:

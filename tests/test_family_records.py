@@ -228,6 +228,7 @@ def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_
     )
     assert apex.unavailable() is None
     assert queue.status(dqn, at) == "to do"
+    assert queue.worst_case_s(dqn, "to do", at.storage) == 0  # never run: no hours counted
     made = (
         "after/family-after-apex-s0",
         "before/family-sb3-dqn-s0",
