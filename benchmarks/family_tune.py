@@ -246,7 +246,8 @@ def collected(folder: Path, table: Path) -> bool:
 
 
 def worst_case_s(env: FamilyEnv, scale: float) -> float:
-    """The longest one benchmark of ``env`` takes, as the family's runs of record count it."""
+    """The longest one benchmark of ``env`` takes at ``scale`` times its budget (its seeds: that
+    many budgets), as the family's runs of record count it."""
     return env.budget_s * scale * family_records.WALL_PER_TRAIN_S + family_records.FIXED_S
 
 
@@ -434,7 +435,7 @@ class Study:
 
         if stopping.STOPPING.is_set():
             raise OutOfHours(f"by a signal: before {tag} on {env.env}")
-        need = worst_case_s(env, self.scale)
+        need = worst_case_s(env, self.scale * self.seeds)  # (its seeds one after another)
         if self.deadline is not None and time.monotonic() + need > self.deadline:
             raise OutOfHours(
                 f"at the end of the hours: {tag} on {env.env} takes up to {need / 3600:.1f} h"
