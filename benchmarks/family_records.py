@@ -120,7 +120,7 @@ def of_algo(defaults: dict[str, Any], algo: str) -> dict[str, Any]:
     return mine
 
 
-def _recorded(stage: str, algo: str) -> dict[str, Any] | None:
+def recorded_defaults(stage: str, algo: str) -> dict[str, Any] | None:
     """The defaults ``algo``'s runs at ``stage`` run with (``of_algo``): the before-runs' from
     ``BEFORE_DEFAULTS`` (one record for the four), the after-runs' from ``AFTER_DEFAULTS`` (one
     per algorithm, written as its after stage begins); None before its stage has begun."""
@@ -138,7 +138,7 @@ def _defaults_changed(stage: str, algo: str) -> str | None:
     those its stage ran with (``BEFORE_DEFAULTS``, ``AFTER_DEFAULTS``), or its after stage has not
     begun; None where they are."""
     path, folder = (BEFORE_DEFAULTS, RESULTS) if stage == STAGE else (AFTER_DEFAULTS, AFTER_RESULTS)
-    recorded = _recorded(stage, algo)
+    recorded = recorded_defaults(stage, algo)
     if recorded is None:
         return (
             f"{algo}'s {stage} stage has not begun: once its study has tuned its defaults in "
@@ -157,11 +157,11 @@ def _defaults_changed(stage: str, algo: str) -> str | None:
 def left_as_they_were(algo: str) -> bool:
     """Whether ``algo``'s after stage has begun with the defaults of its before-runs (its study
     left them): its before-runs then serve as its after-runs."""
-    after = _recorded(AFTER, algo)
-    return after is not None and after == _recorded(STAGE, algo)
+    after = recorded_defaults(AFTER, algo)
+    return after is not None and after == recorded_defaults(STAGE, algo)
 
 
-def _clear() -> None:
+def clear() -> None:
     """Forget what was read of the stages' defaults (they were just written, or a test swapped
     them)."""
     _defaults_changed.cache_clear()
@@ -190,7 +190,7 @@ def begin_after(algos: Sequence[str]) -> list[str]:
     lines = []
     for algo in dict.fromkeys(algos):
         begun[algo] = {"commit": head or "unknown", "defaults": of_algo(generic_defaults(), algo)}
-        same = begun[algo]["defaults"] == _recorded(STAGE, algo)
+        same = begun[algo]["defaults"] == recorded_defaults(STAGE, algo)
         lines.append(
             f"{algo}'s after stage begins with its defaults of {begun[algo]['commit']}"
             + (
@@ -201,7 +201,7 @@ def begin_after(algos: Sequence[str]) -> list[str]:
         )
     AFTER_DEFAULTS.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(AFTER_DEFAULTS, json.dumps(begun, indent=2, sort_keys=True) + "\n")
-    _clear()
+    clear()
     return lines + [f"{r.why}: the next queue regenerates it" for r in behind(Places())]
 
 

@@ -407,13 +407,13 @@ class Study:
             return now
         if DEFAULTS in study.user_attrs:
             return study.user_attrs[DEFAULTS]
-        before = family_records._recorded(family_records.STAGE, self.algo)
+        before = family_records.recorded_defaults(family_records.STAGE, self.algo)
         return before if study.get_trials(deepcopy=False) and before is not None else now
 
     def began_on_before(self) -> bool:
         """Whether the study began on the defaults the family's before-runs ran with: those runs
         are then its defaults' runs."""
-        return self.began_on == family_records._recorded(family_records.STAGE, self.algo)
+        return self.began_on == family_records.recorded_defaults(family_records.STAGE, self.algo)
 
     def defaults_moved(self) -> str | None:
         """Why no more trials run (one line): the algorithm's defaults now differ from those the

@@ -95,20 +95,20 @@ def test_no_before_run_of_an_algorithm_starts_once_its_defaults_changed(monkeypa
     baseline = family.FamilyRun(env, family.BASELINE, 0)
     recorded = {"defaults": family.generic_defaults()}
     monkeypatch.setattr(family, "BEFORE_DEFAULTS", _FakeFile(recorded))
-    family._clear()
+    family.clear()
     assert impala.unavailable() is None
     changed = copy.deepcopy(gym_family.TUNED)
     changed["impala"]["learner_config_dict"] = {"reward_scale": 0.1}
     monkeypatch.setattr(gym_family, "TUNED", changed)
-    family._clear()
+    family.clear()
     assert "impala's generic defaults are no longer those its before-runs ran with" in (
         impala.unavailable()
     )
     assert apex.unavailable() is None and baseline.unavailable() is None
     monkeypatch.setattr(gym_family, "HIDDENS", (32, 32))  # shared by the four: all of them
-    family._clear()
+    family.clear()
     assert "no longer those" in apex.unavailable()
-    family._clear()
+    family.clear()
 
 
 def test_an_algorithms_defaults_stay_those_of_its_before_runs_until_all_of_them_are_made():
@@ -147,7 +147,7 @@ def test_an_algorithms_after_runs_wait_for_its_after_stage_and_hold_to_its_defau
     monkeypatch.setattr(family, "AFTER_DEFAULTS", tmp_path / "after" / "DEFAULTS.json")
     before = _FakeFile({"defaults": family.generic_defaults()})
     monkeypatch.setattr(family, "BEFORE_DEFAULTS", before)
-    family._clear()
+    family.clear()
     after = family.FamilyRun(TUNING[0], "apex", 2, family.AFTER)
     appo = family.FamilyRun(TUNING[0], "appo", 2, family.AFTER)
     assert after.name == "family-after-apex-s2-cartpole-v1"
@@ -162,7 +162,7 @@ def test_an_algorithms_after_runs_wait_for_its_after_stage_and_hold_to_its_defau
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    family._clear()
+    family.clear()
     assert family.main(["--begin-after", "apex"]) == 0
     recorded = json.loads(family.AFTER_DEFAULTS.read_text())
     assert set(recorded) == {"apex"} and recorded["apex"]["defaults"]["tuned"]["lr"] == 5e-4
@@ -172,11 +172,11 @@ def test_an_algorithms_after_runs_wait_for_its_after_stage_and_hold_to_its_defau
     assert "apex's after stage has begun already" in capsys.readouterr().err
     assert set(json.loads(family.AFTER_DEFAULTS.read_text())) == {"apex"}
     tuned["apex"]["lr"] = 1e-4  # changed again: the after-runs hold to theirs
-    family._clear()
+    family.clear()
     assert "apex's generic defaults are no longer those its after-runs ran with" in (
         after.unavailable()
     )
-    family._clear()
+    family.clear()
 
     results = tmp_path / "results/gym"
     _tables(
@@ -213,7 +213,7 @@ def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    family._clear()
+    family.clear()
     assert family.main(["--begin-after", "apex,dqn"]) == 0
     out = capsys.readouterr().out
     assert "dqn's after stage begins" in out and "its before-runs serve as its after-runs" in out
@@ -246,11 +246,11 @@ def test_an_algorithm_its_study_left_as_it_was_has_its_before_runs_as_its_after_
     old = command[command.index("--before") + 1 : command.index("--held-out")]
     assert [Path(t).name for t in old] == ["family-before-apex-s0-cartpole-v1.csv.gz"]
     tuned["dqn"]["lr"] = 5e-4  # tuned after all: its after stage no longer holds
-    family._clear()
+    family.clear()
     assert "dqn's generic defaults are no longer those its after-runs ran with" in (
         dqn.unavailable()
     )
-    family._clear()
+    family.clear()
 
 
 def test_a_report_behind_runs_collected_without_running_is_regenerated_at_the_queues_end(
@@ -271,7 +271,7 @@ def test_a_report_behind_runs_collected_without_running_is_regenerated_at_the_qu
     for algo in ("apex", "impala", "appo"):
         tuned[algo]["lr"] = 5e-4
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    family._clear()
+    family.clear()
     assert family.main(["--begin-after", "dqn,apex,impala,appo"]) == 0
     env = TUNING[0]
     plan = [r for r in family.PLAN if r.env == env]
@@ -305,7 +305,7 @@ def test_a_report_behind_runs_collected_without_running_is_regenerated_at_the_qu
     assert "is behind 1 collected run(s): the next queue regenerates it" in capsys.readouterr().out
     assert family.main([*argv, "--hours", "1"]) == 0
     assert calls == [stale.command]  # nothing left to run: the report, at the queue's end
-    family._clear()
+    family.clear()
 
 
 def _tables(results: Path, *names: str) -> None:

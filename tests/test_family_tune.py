@@ -32,9 +32,9 @@ def _before_record_is_the_defaults_as_they_stand(monkeypatch):
             return self.text
 
     monkeypatch.setattr(family_records, "BEFORE_DEFAULTS", _Record())
-    family_records._clear()
+    family_records.clear()
     yield
-    family_records._clear()
+    family_records.clear()
 
 
 def test_it_tunes_on_the_tuning_envs_cheapest_first_and_never_on_a_held_out_one():
@@ -167,7 +167,7 @@ def test_a_study_keeps_the_defaults_it_began_on_and_stops_when_they_move(
     tuned = copy.deepcopy(gym_family.TUNED)
     tuned["apex"]["lr"] = 5e-4  # its verdict committed
     monkeypatch.setattr(gym_family, "TUNED", tuned)
-    family_records._clear()
+    family_records.clear()
     old = _study(tmp_path)
     assert old.began_on_before() and "no longer those the study 'apex' began on" in (
         old.defaults_moved()
@@ -186,7 +186,7 @@ def test_a_study_keeps_the_defaults_it_began_on_and_stops_when_they_move(
     assert new.recorded("defaults", cartpole) is None  # its own defaults' runs, not the before's
     dqn = _study(tmp_path, algo="dqn", name="dqn", record=tmp_path / "record" / "dqn")
     assert dqn.began_on_before() and dqn.defaults_moved() is None  # one algorithm's apart
-    family_records._clear()
+    family_records.clear()
 
 
 def test_no_run_starts_that_could_end_after_the_hours(tmp_path, monkeypatch):
