@@ -192,7 +192,8 @@ def begin_after(algos: Sequence[str]) -> list[str]:
         begun[algo] = {"commit": head or "unknown", "defaults": of_algo(generic_defaults(), algo)}
         same = begun[algo]["defaults"] == recorded_defaults(STAGE, algo)
         lines.append(
-            f"{algo}'s after stage begins with its defaults of {begun[algo]['commit']}"
+            f"{algo}'s after stage begins with its defaults of {begun[algo]['commit']} "
+            f"({AFTER_DEFAULTS})"
             + (
                 ": its study left them as they were, so its before-runs serve as its after-runs"
                 if same
@@ -349,7 +350,7 @@ def behind(at: Places, plan: Sequence[FamilyRun] | None = None) -> list[records.
         inputs = {Path(word).name for word in command if word.endswith(".csv.gz")}
         new = sorted((inputs - (reported(folder / "REPORT.md") or set())) & set(runs))
         groups = {run.group for name in new for run in runs[name]}
-        whole = [g for g in groups if all(r.table(at).exists() for r in plan if r.group == g)]
+        whole = [g for g in groups if records.group_whole(g, plan, at)]
         if whole:
             why = f"{folder / 'REPORT.md'} is behind {len(new)} collected run(s)"
             found.append(records.Refresh(command, records.report_paths(folder), why))
@@ -381,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 four = ",".join(ALGOS)
                 raise ValueError(f"--begin-after needs one or more of {four} (comma-separated)")
             for line in begin_after(algos):
-                print(f"[records] {line}: {AFTER_DEFAULTS}")
+                print(f"[records] {line}")
         except ValueError as e:
             print(f"python -m benchmarks.family_records: error: {e}", file=sys.stderr)
             return 2

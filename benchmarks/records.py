@@ -272,9 +272,7 @@ def execute(
     rc = _call([*collect, "--out", str(table)], f"{run.name}: collecting")
     paths = [str(table)]
     report = run.report(at)
-    group_left = run.group is not None and any(
-        r.group == run.group and r != run and status(r, at) != "collected" for r in plan
-    )
+    group_left = run.group is not None and not group_whole(run.group, plan, at)
     if rc == 0 and report is not None and not group_left:
         command, written = report
         rc = _call(command, f"{run.name}: the report")
@@ -282,6 +280,11 @@ def execute(
     if rc == 0 and commit:
         rc = commit_paths(paths, run.commit_message(shown(run, storage)))
     return rc
+
+
+def group_whole(group: str, plan: Sequence[Planned], at: Places) -> bool:
+    """Whether every run of ``plan`` in ``group`` is collected: its report may be regenerated."""
+    return all(status(r, at) == "collected" for r in plan if r.group == group)
 
 
 def commit_paths(paths: Sequence[str], message: str) -> int:
