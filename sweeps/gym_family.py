@@ -7,14 +7,42 @@ for everything else; this is that "everything else" for DQN, Ape-X, IMPALA and A
 Ray starts by ``envs.gym.check``. ``sweeps/<algo>_gym.py`` builds
 the config from these and states nothing else.
 
-The defaults are tuned on ``CartPole-v1`` on a 2-core machine, one trial at a time: small MLPs
+The defaults were tuned on ``CartPole-v1`` on a 2-core machine, one trial at a time: small MLPs
 (64x64), one env runner, short fragments and frequent weight broadcasts, so that the fastest of
 the four reaches CartPole's 475 (greedy) within 30 s of training; ``results/cartpole/REPORT.md``
-has the measured times and the command. They are a starting point for any other env: sweep it.
+has the measured times and the command. How they travel to envs they were not tuned on:
+``results/gym/before/REPORT.md`` (the env family, ``sweeps/env_family.py``). Each algorithm's
+family study (``python -m benchmarks.family_tune``; where it stands: ``results/gym/tune/<algo>/
+STUDY.md``) tunes ``TUNED[algo]`` on the family's tuning envs as a whole; a study's verdict lands
+here, and its algorithm's runs after it go to ``results/gym/after/``.
 
-Observations: a 1-D Box as it is, other spaces flattened (Discrete one-hot), ``ALE/...`` ids
-with Pong's Atari recipe (``sweeps/workloads/gym.py``). Actions: Discrete for all four;
-Box and MultiDiscrete for IMPALA and APPO only (RLlib's DQN has no continuous-action head).
+One setting for every env, or one derived from the env
+-------------------------------------------------------
+``TUNED``, ``FRAGMENT`` and ``HIDDENS`` are one setting for every env. What one setting cannot
+serve is derived from the env, in the run, before or while it trains:
+
+- **The network's input**, from the observation space (``sweeps/workloads/gym.py``): a 1-D Box
+  as it is; Discrete one-hot (Taxi's 500 states: 500 inputs); any other space flattened (a
+  MinAtar game's 10x10xC frames: 100*C inputs) to the same MLP; an ``ALE/...`` id Pong's Atari
+  recipe (42x42 frames, a conv net, rewards clipped for training).
+- **The network's output**, from the action space: a Q-value per action (DQN, Ape-X: Discrete
+  only) or a distribution over them (IMPALA, APPO: Discrete, Box, MultiDiscrete); an action
+  space an algorithm cannot take is refused before Ray starts (``envs.gym.check``).
+- **The target**, from the env's spec (its ``reward_threshold``), or its exact optimum where the
+  env publishes its model (the toy-text envs: ``envs.gym.tabular_optimum``), or ``--target``.
+- **What a collapse is**, from a short random-policy probe: each run plays a uniformly random
+  policy for 100 seeded episodes (capped in steps and seconds: ``envs.gym.random_returns``); a
+  trial whose training return ends below that figure after having been above it is flagged
+  (``sweeps/harness/collapse.py``).
+- **How often the greedy policy is evaluated**, from what the env's greedy episodes cost as the
+  run goes: at most 25% of the training clock (``sweeps/harness/eval_share.py``): every
+  iteration on CartPole, as seldom as the share allows on a thousand-step lander.
+- **How a greedy episode ends**, from the env's own time limit (its spec's
+  ``max_episode_steps``), else a cap of ``held_out_eval.MAX_STEPS`` steps.
+
+Observation scale is the one left to the user, as an option: ``--env-config '{"obs_scale":
+"bounds"}'`` maps each bounded dimension of a vector observation to [-1, 1] by the space's own
+bounds (``envs/observation_scale.py``; an env already in [-1, 1] is left as it is).
 
 A game that needs FIRE after each lost life (Breakout) can stall a greedy evaluation episode
 until ALE's 108,000-frame cap (the frames have FIRE at reset only, as Pong's); judge such a game by
