@@ -29,6 +29,10 @@ stopped run starts again from nothing. Ctrl-C on the queue stops the run going t
 *Rate runs* (``rate=True``) are one sitting: short runs of each configuration, one after another
 on one machine, whose env steps/s a report compares. The queue starts them only where all that
 are left fit in its hours (never with ``--fill``); they are one group.
+
+One file (over 500 lines): the queue's whole life, read top to bottom (what a planned run is, what
+fits, running one to its end or the hours' end, collecting, reporting, committing), shared by the
+plans that only list their runs.
 """
 
 from __future__ import annotations
