@@ -7,6 +7,8 @@ How to run
         --markdown results/pong/PROFILE.md
     python -m sweeps.profiling --env pong --algos apex --seconds 20 --py-spy   # + sampled stacks
 
+(``--py-spy`` needs the profile extra: ``pip install -e ".[profile]"``.)
+
 Each algorithm is built and warmed up exactly as ``sweeps.throughput`` does (tuned defaults of
 its sweep file, until its learner has trained). Then its timers are restarted as running means
 (RLlib's are exponential moving averages over calls, which would still carry the build and
@@ -64,7 +66,7 @@ def parse_args(argv: Sequence[str] | None) -> throughput.ThroughputSettings:
     parser = build_parser()
     args = throughput.parse_args(argv, parser)
     if args.py_spy and py_spy_path() is None:
-        parser.error("--py-spy: py-spy not found (pip install py-spy)")
+        parser.error('--py-spy: py-spy not found (pip install -e ".[profile]")')
     return args
 
 
