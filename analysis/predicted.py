@@ -167,7 +167,8 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
     """Per benchmark configuration with CPU figures (algorithm, env runners): env steps per
     second of training as run (measured) and on a core per process (predicted), at each trial's
     last iteration, median (min-max) over seeds, with the predicted machine's cores, the busiest
-    kind of process (and on how many seeds), its utilisation as run and the slowdown."""
+    kind of process (and on how many seeds), its utilisation as run, the seeds whose prediction
+    it bounds (``cpu_time.bound_by``) and the slowdown."""
     rows = with_cpu_figures(selected)
     if rows.empty:
         return pd.DataFrame()
@@ -178,6 +179,7 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
         predicted=last["env_steps"] / last[PREDICTED],
         config=ordered.groupby(TRIAL_KEY, sort=False)["config"].first(),
         busiest=ordered.groupby(TRIAL_KEY, sort=False)["cpu_busiest"].first(),
+        bound=[_bound_by(r) for _, r in last.iterrows()],
     )
     out = []
     for (algo, runners), g in last.groupby(["algo", "num_env_runners"], sort=True):
@@ -193,11 +195,32 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
                 "cores": spread(g["cpu_cores_predicted"])[0],
                 "busiest": kinds.index[0] if len(kinds) else "",
                 "busiest_seeds": int(kinds.iloc[0]) if len(kinds) else 0,
+                # the seeds whose prediction that process bounds (cpu_time.bound_by)
+                "bound_seeds": int((g["bound"] == "busiest").sum()),
                 "utilisation": spread(g["cpu_busiest_utilisation"]),
                 "slowdown": spread(g["cpu_slowdown"]),
             }
         )
     return pd.DataFrame(out)
+
+
+def _bound_by(r: pd.Series) -> str:
+    """Which of the model's bounds a trial's prediction is, from its last row's CPU figures."""
+    from sweeps.harness.cpu_time import bound_by
+
+    def figure(column: str) -> float:
+        value = r.get(column, math.nan)
+        return float(value) if pd.notna(value) else math.nan
+
+    wall = figure("cpu_wall_s")
+    busiest_s = figure("cpu_busiest_utilisation") * wall
+    return bound_by(
+        wall,
+        figure("cpu_slowdown"),
+        busiest_s,
+        figure("cpu_trial_s"),
+        figure("cpu_cores_predicted"),
+    )
 
 
 # --- Seconds on one machine: the rate runs --------------------------------------------------------

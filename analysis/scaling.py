@@ -74,11 +74,12 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
     tp = w.throughput
     if tp.empty:
         lines += ["No algorithm was benchmarked at two or more runner counts.", ""]
-        return lines + _throughput_on_cores_lines(w)
+        return lines + _bound_lines(w.throughput_on_cores) + _throughput_on_cores_lines(w)
     on_cores = w.on_cores
     one_machine, rates = w.one_machine
     on_one = _has_speedup(one_machine)
     lines += _lead(w, one_machine if on_one else on_cores, on_one)
+    lines += _bound_lines(w.throughput_on_cores)
     lines += _claim_lines(w, one_machine, on_cores)
     scaled = (
         tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
@@ -135,6 +136,12 @@ def _runners(n: int) -> str:
     return "0 (in the learner)" if n == 0 else str(n)
 
 
+def _and(values: list[int]) -> str:
+    """'1', '1 and 4', '1, 4 and 10'."""
+    words = [str(v) for v in values]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
 def _plural(n: float, word: str) -> str:
     return f"{fmt_number(n)} {word}{'' if n == 1 else 's'}"
 
@@ -145,7 +152,7 @@ def _plural(n: float, word: str) -> str:
 def _throughput_on_cores_lines(w: Workload) -> list[str]:
     """Env steps/s as run and on a core per process (predicted), and what bounds it: shown for
     every benchmark configuration with CPU figures, one runner count or several."""
-    table = predicted.throughput_on_cores(w.selected)
+    table = w.throughput_on_cores
     if table.empty:
         return []
     header = [
@@ -281,6 +288,58 @@ def _lead(w: Workload, table: pd.DataFrame, one_machine: bool = False) -> list[s
         else ""
     )
     return [f"{where}{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
+
+
+def _bound_lines(table: pd.DataFrame) -> list[str]:
+    """What bounds the predicted throughput, where one process does: the configurations whose
+    prediction is, on every seed, its busiest process's own CPU work (``cpu_time.bound_by``),
+    grouped by that process. That is the answer to "why don't more runners train faster" the
+    CPU figures give: on a core each, that process would run all the time and the others wait
+    for it."""
+    if table.empty:
+        return []
+    bound = table[(table["bound_seeds"] == table["seeds"]) & (table["busiest"] != "")]
+    if bound.empty:
+        return [
+            "**What bounds the prediction**: no one process in any configuration: on a core "
+            "each, every process is predicted to run as it did here, only without waiting for "
+            "a core.",
+            "",
+        ]
+    parts = []
+    for kind, g in bound.groupby("busiest", sort=False):
+        configs = [
+            f"{algo} at {_and(sorted(a['num_env_runners']))} "
+            f"{'runner' if list(a['num_env_runners']) == [1] else 'runners'}"
+            for algo, a in g.groupby("algo", sort=True)
+        ]
+        what, remedy = _ROLES.get(kind, ("", "more of it or a faster one could"))
+        parts.append(f"the {kind}{what} in {', '.join(configs)}: {remedy}")
+    free = len(table) - len(bound)
+    others = {0: "", 1: "In the other configuration"}.get(
+        free, f"In the other {free} configurations"
+    )
+    rest = f" {others} no one process bounds it." if others else ""
+    return [
+        f"**What bounds the prediction: one process**, busy all the time on its own core while "
+        f"the others wait for it, in {len(bound)} of {_plural(len(table), 'configuration')}: "
+        f"{'; '.join(parts)}.{rest}",
+        "",
+    ]
+
+
+# Per kind of process that bounds a prediction: what it is (where its name does not say) and
+# what would lift the bound.
+_LEARNER = (
+    "more env runners cannot go faster than it, a faster learner (a GPU) or more learners could"
+)
+_ROLES = {
+    "driver": (" (the algorithm's process: the learner's too, unless it is remote)", _LEARNER),
+    "learner": ("", _LEARNER),
+    "env_runner": ("", "more env runners share its work"),
+    "replay_shard": ("", "more replay shards share its work"),
+    "aggregator": ("", "more aggregator actors share its work"),
+}
 
 
 def _claim_lines(w: Workload, one_machine: pd.DataFrame, on_cores: pd.DataFrame) -> list[str]:

@@ -168,6 +168,12 @@ class Workload:
         return tables.scaling_throughput(self.selected)
 
     @cached_property
+    def throughput_on_cores(self) -> pd.DataFrame:
+        """Env steps/s as run and on a core per process, and what bounds it, per benchmark
+        configuration with CPU figures (predicted.throughput_on_cores)."""
+        return predicted.throughput_on_cores(self.selected)
+
+    @cached_property
     def scaling(self) -> pd.DataFrame:
         """Time to target against env runners, primary signal only."""
         at = self.at(self.signal)

@@ -144,6 +144,21 @@ def test_a_process_that_ran_on_two_cores_at_once_gets_two_and_the_cores_bound_th
     assert cpu_time.predicted_factor(10.0, 4.0, 10.0, 10.0, 2.0) == pytest.approx(1.0)
 
 
+def test_the_prediction_says_which_bound_it_is():
+    # The driver's learner alone ran 12.5 s of a 10 s wall-clock on one core: it bounds.
+    assert cpu_time.bound_by(10.0, 1.1, 12.5) == cpu_time.BUSIEST
+    # Every process slowed 2x, none near a core's worth: each on its own core, none waits.
+    assert cpu_time.bound_by(10.0, 2.0, 2.0, 8.0, 8.0) == cpu_time.SHARING
+    # The processes together need more than the predicted machine's cores.
+    assert cpu_time.bound_by(10.0, 4.0, 5.0, 20.0, 2.0) == cpu_time.CORES
+    # A tie is not one process's: the sharing bound equals the busiest's.
+    assert cpu_time.bound_by(10.0, 2.0, 5.0) == cpu_time.SHARING
+    # No wall-clock: no prediction, no bound (the factor is then 1: the measurement).
+    assert cpu_time.bound_by(0.0, 2.0, 5.0) == "" and cpu_time.predicted_factor(0.0, 2.0, 5.0) == 1
+    bounds = cpu_time.predicted_bounds(10.0, 4.0, 25.0, 25.0, 5.0)
+    assert cpu_time.predicted_factor(10.0, 4.0, 25.0, 25.0, 5.0) == max(bounds.values())
+
+
 def test_the_run_record_sums_each_kind_of_process_over_trials():
     a = _summary(10.0, {"driver": 4.0, "env_runner_1": 2.0, "env_runner_2": 3.0}, {}).figures()
     b = _summary(5.0, {"driver": 1.0, "replay_shard_1": 0.5}, {}).figures()

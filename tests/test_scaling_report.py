@@ -284,6 +284,9 @@ def test_throughput_on_a_core_per_process_shows_even_one_runner_count(tmp_path):
     four = table[table["num_env_runners"] == 4].iloc[0]
     assert four["seeds"] == 3 and four["cores"] == 5.0
     assert four["busiest"] == "env_runner" and four["busiest_seeds"] == 3
+    # Its prediction is the processes' sharing (the fixture's busiest runner is no busier than
+    # the slowdown says each process was): no one process bounds it.
+    assert four["bound_seeds"] == 0
     # predicted env steps/s = measured / factor (a quarter of the time: 4x the rate)
     assert four["predicted"][0] == pytest.approx(4.0 * four["measured"][0])
     one_count = runs[runs["num_env_runners"] == 4]
@@ -294,3 +297,31 @@ def test_throughput_on_a_core_per_process_shows_even_one_runner_count(tmp_path):
     assert "No algorithm was benchmarked at two or more runner counts." in section
     assert "#### Throughput on a core per process (predicted)" in section
     assert "| dqn | 4 | 3 |" in section and "env_runner, " in section
+    assert "**What bounds the prediction**: no one process in any configuration" in section
+
+
+def test_the_section_says_which_process_bounds_the_prediction():
+    """The answer to "why don't more runners train faster" the CPU figures give: grouped by the
+    process that bounds each configuration's prediction on every seed, with what would lift it;
+    a configuration bound on some seeds only is not named."""
+    row = {"busiest": "driver", "seeds": 3, "bound_seeds": 3}
+    table = pd.DataFrame(
+        [
+            {**row, "algo": "apex", "num_env_runners": 1},
+            {**row, "algo": "apex", "num_env_runners": 4},
+            {**row, "algo": "apex", "num_env_runners": 10},
+            {**row, "algo": "impala", "num_env_runners": 1},
+            {**row, "algo": "dqn", "num_env_runners": 1, "busiest": "env_runner"},
+            {**row, "algo": "appo", "num_env_runners": 4, "bound_seeds": 2},
+        ]
+    )
+    (line, blank) = scaling._bound_lines(table)
+    assert blank == ""
+    assert line.startswith(
+        "**What bounds the prediction: one process**, busy all the time on its own core while "
+        "the others wait for it, in 5 of 6 configurations: the driver (the algorithm's process"
+    )
+    assert "in apex at 1, 4 and 10 runners, impala at 1 runner: more env runners cannot go " in line
+    assert "the env_runner in dqn at 1 runner: more env runners share its work" in line
+    assert "appo" not in line
+    assert line.endswith("In the other configuration no one process bounds it.")

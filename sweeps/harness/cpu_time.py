@@ -269,15 +269,23 @@ class Summary:
         }
 
 
-def predicted_factor(
+# What bounds a prediction (:func:`predicted_bounds`): every process slowed alike by sharing the
+# cores (none waits for another on a core each), the busiest process's own CPU work, or the
+# predicted machine's cores.
+SHARING, BUSIEST, CORES = "sharing", "busiest", "cores"
+
+
+def predicted_bounds(
     wall_s: float,
     slowdown: float,
     busiest_s: float,
     trial_s: float = math.nan,
     cores_predicted: float = math.nan,
-) -> float:
-    """The model (module docstring), as the ratio of the predicted wall-clock to the measured
-    one: ``max(wall / s, busiest / k, trial / cores) / wall``.
+) -> dict[str, float]:
+    """The model's bounds on the predicted wall-clock (module docstring), each as a ratio to the
+    measured one: ``wall / s`` (SHARING), ``busiest / k`` (BUSIEST), ``trial / cores`` (CORES,
+    only with the trial's figures). The prediction is the largest; none where the figures can't
+    predict (no wall-clock or slowdown: the prediction is the measurement).
 
     ``k``: the cores the busiest process's threads ran on at once, at least: its running time
     over the wall-clock rounded up (a process that ran more than one core's worth had more than
@@ -285,18 +293,33 @@ def predicted_factor(
     torch threads while they wait), at most the predicted machine's cores. A process that never
     ran more than one core's worth gets one. The last bound keeps the machine physical: the trial's
     processes can't run more than its cores. Without the trial's figures (``trial_s``, the cores:
-    NaN), the busiest process gets one core. Analysis derives every predicted time from a result's
-    figures with it, so runs recorded before a change of the model are read by the model now."""
+    NaN), the busiest process gets one core."""
     if not wall_s > 0 or not slowdown > 0:
-        return 1.0
-    bounds = [1.0 / slowdown]
+        return {}
+    bounds = {SHARING: 1.0 / slowdown}
     busiest = busiest_s / wall_s if busiest_s > 0 else 0.0
     k = 1
     if cores_predicted >= 1 and trial_s > 0:  # False for NaN: one core
-        bounds.append(trial_s / cores_predicted / wall_s)
+        bounds[CORES] = trial_s / cores_predicted / wall_s
         k = min(max(math.ceil(busiest - 1e-9), 1), math.floor(cores_predicted))
-    bounds.append(busiest / k)
-    return max(bounds)
+    bounds[BUSIEST] = busiest / k
+    return bounds
+
+
+def predicted_factor(*figures: float) -> float:
+    """The ratio of the predicted wall-clock to the measured one: the largest of
+    :func:`predicted_bounds` (same arguments), 1 where they can't predict. Analysis derives
+    every predicted time from a result's figures with it, so runs recorded before a change of the
+    model are read by the model now."""
+    return max(predicted_bounds(*figures).values(), default=1.0)
+
+
+def bound_by(*figures: float) -> str:
+    """Which of :func:`predicted_bounds` (same arguments) the prediction is: SHARING, BUSIEST or
+    CORES ('' where the figures can't predict; on a tie, the first of SHARING, CORES, BUSIEST:
+    one process bounds it only where its own work alone is the largest)."""
+    bounds = predicted_bounds(*figures)
+    return max(bounds, key=bounds.__getitem__, default="")
 
 
 class Accounting:
