@@ -179,7 +179,7 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
         predicted=last["env_steps"] / last[PREDICTED],
         config=ordered.groupby(TRIAL_KEY, sort=False)["config"].first(),
         busiest=ordered.groupby(TRIAL_KEY, sort=False)["cpu_busiest"].first(),
-        bound=[_bound_by(r) for _, r in last.iterrows()],
+        by_busiest=[_bound_by_busiest(r) for _, r in last.iterrows()],
     )
     out = []
     for (algo, runners), g in last.groupby(["algo", "num_env_runners"], sort=True):
@@ -196,7 +196,7 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
                 "busiest": kinds.index[0] if len(kinds) else "",
                 "busiest_seeds": int(kinds.iloc[0]) if len(kinds) else 0,
                 # the seeds whose prediction that process bounds (cpu_time.bound_by)
-                "bound_seeds": int((g["bound"] == "busiest").sum()),
+                "bound_seeds": int(g["by_busiest"].sum()),
                 "utilisation": spread(g["cpu_busiest_utilisation"]),
                 "slowdown": spread(g["cpu_slowdown"]),
             }
@@ -204,9 +204,10 @@ def throughput_on_cores(selected: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _bound_by(r: pd.Series) -> str:
-    """Which of the model's bounds a trial's prediction is, from its last row's CPU figures."""
-    from sweeps.harness.cpu_time import bound_by
+def _bound_by_busiest(r: pd.Series) -> bool:
+    """Whether a trial's prediction is its busiest process's own CPU work (of the model's
+    bounds, ``cpu_time.bound_by``), from its last row's CPU figures."""
+    from sweeps.harness.cpu_time import BUSIEST, bound_by
 
     def figure(column: str) -> float:
         value = r.get(column, math.nan)
@@ -214,13 +215,8 @@ def _bound_by(r: pd.Series) -> str:
 
     wall = figure("cpu_wall_s")
     busiest_s = figure("cpu_busiest_utilisation") * wall
-    return bound_by(
-        wall,
-        figure("cpu_slowdown"),
-        busiest_s,
-        figure("cpu_trial_s"),
-        figure("cpu_cores_predicted"),
-    )
+    figures = (figure("cpu_slowdown"), busiest_s, figure("cpu_trial_s"))
+    return bound_by(wall, *figures, figure("cpu_cores_predicted")) == BUSIEST
 
 
 # --- Seconds on one machine: the rate runs --------------------------------------------------------
