@@ -9,10 +9,10 @@
   budget (pure functions);
 * :mod:`analysis.workload` - one env + variant with its tables, computed once;
 * :mod:`analysis.plots` - time-to-target bars, learning curves, scaling and sweep plots;
-* :mod:`analysis.summary`, :mod:`analysis.sections`, :mod:`analysis.scaling`,
-  :mod:`analysis.sweep_sections`, :mod:`analysis.reproducibility` - the report's Markdown
-  (summary, each workload's detail, its scaling with env runners, its sweeps, how every run was
-  produced);
+* :mod:`analysis.summary`, :mod:`analysis.sections`, :mod:`analysis.scaling` (its sentences in
+  :mod:`analysis.scaling_words`), :mod:`analysis.sweep_sections`,
+  :mod:`analysis.reproducibility` - the report's Markdown (summary, each workload's detail, its
+  scaling with env runners, its sweeps, how every run was produced);
 * :mod:`analysis.fmt` - the fixed text formats they share;
 * :mod:`analysis.report` - ``REPORT.md`` with the plots and how every run was produced.
 

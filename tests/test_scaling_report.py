@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import collect, predicted, scaling, tables
+from analysis import collect, predicted, scaling, scaling_words, tables
 from analysis.__main__ import main
 from sweeps.harness import keys
 from tests.test_analysis import NAN, _section, _table, write_experiment
@@ -315,7 +315,7 @@ def test_the_section_says_which_process_bounds_the_prediction():
             {**row, "algo": "appo", "num_env_runners": 4, "bound_seeds": 2},
         ]
     )
-    (line, blank) = scaling._bound_lines(table)
+    (line, blank) = scaling_words.bound_lines(table)
     assert blank == ""
     assert line.startswith(
         "**What bounds the prediction: one process**, busy all the time on its own core while "
