@@ -1,7 +1,8 @@
 """Collect Tune experiment folders into one tidy table: one row per trial and training iteration.
 
     python -m analysis collect ray_results/apex_cabs ray_results/dqn_cabs \
-        --out results/cabs/runs.csv.gz
+        --out results/mine/runs.csv.gz
+    python -m analysis collect runs/mainjob-s0 --out results/cabs/runs/mainjob-s0.csv.gz
 
 An experiment folder is ``<storage_path>/<name>/`` with our runner's ``run.json`` and one folder per
 trial (``params.json`` + ``result.json``). A parent folder holding several experiments is accepted

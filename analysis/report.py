@@ -1,7 +1,7 @@
 """Write ``REPORT.md`` (+ PNG plots + ``runs.csv``) for one or more Tune experiments.
 
     python -m analysis report runs/benchmark runs/apex-default --out results/cabs
-    python -m analysis report results/cabs/runs.csv.gz --out results/cabs   # from the table alone
+    python -m analysis report results/cabs/runs/*.csv.gz --out results/cabs   # from tables alone
 
 Inputs are experiment folders, parents of experiment folders, or ``runs.csv`` tables written by
 ``python -m analysis collect`` (or by an earlier report). The report opens with a summary per
