@@ -577,35 +577,71 @@ def test_bad_optuna_storage_is_one_line_exit_2_before_ray(url, words, tmp_path, 
     assert list(tmp_path.iterdir()) == []  # nothing written
 
 
+def _results(cb, trial, returns, first_steps=1):
+    """``returns`` as the trial's training returns, one result each, 1000 env steps apart."""
+    from sweeps.harness import keys
+
+    for steps, value in enumerate(returns, first_steps):
+        result = {keys.SUITE: {"env_steps": 1000 * steps}, "env_runners": {}}
+        result["env_runners"]["episode_return_mean"] = value
+        cb.on_trial_result(0, [trial], trial, result)
+
+
 def test_the_live_line_says_when_a_trial_collapses_and_when_it_recovers(capsys):
     """The report's rule, live: a training return above the random policy's, then a mean of its
-    last results below it, each by more than the return's own step-to-step noise, is one
-    COLLAPSED line (not one per result), 'collapsed' in the table and a count in the sweep's
-    line; climbing back is one more line."""
-    from sweeps.harness import keys
+    last results below it, each by more than the return's own step-to-step noise, held for 3
+    results in a row, is one COLLAPSED line (not one per result) naming where it fell,
+    'collapsed' in the table and a count in the sweep's line; climbing back, held as long, is
+    one more line."""
     from sweeps.harness.reporting import ProgressCallback
 
     cb = ProgressCallback(interval_s=1e9, random_return=-500.0)
     trial = _FakeTrial("aaa", "RUNNING")
-    for steps, value in enumerate([-300.0, -100.0, -700.0, -800.0, -900.0, -950.0], 1):
-        result = {keys.SUITE: {"env_steps": 1000 * steps}, "env_runners": {}}
-        result["env_runners"]["episode_return_mean"] = value
-        cb.on_trial_result(0, [trial], trial, result)
+    # The rule holds from 5000 env steps (at 4000, -533.3: below, but by less than the noise,
+    # 200); the line waits for 6000 and 7000 to agree.
+    _results(cb, trial, [-300.0, -100.0, -700.0, -800.0, -900.0, -950.0])
+    assert "COLLAPSED" not in capsys.readouterr().out
+    _results(cb, trial, [-960.0], first_steps=7)
     out = capsys.readouterr().out
     assert out.count("COLLAPSED") == 1
     assert (
-        "trial aaa COLLAPSED at 5000 env steps: its training return -800.0 (the mean of its "
+        "trial aaa COLLAPSED at 5000 env steps: its training return -936.7 (the mean of its "
         "last 3 results) is below the random policy's -500.0, after a best of -100.0"
-    ) in out  # (at 4000, -533.3: below, but by less than the noise, 200)
+    ) in out
     assert "1 collapsed" in cb.status_line()
     assert "RUNNING, collapsed" in cb.table()
-    for steps, value in [(7, 0.0), (8, 100.0)]:
-        result = {keys.SUITE: {"env_steps": 1000 * steps}, "env_runners": {}}
-        result["env_runners"]["episode_return_mean"] = value
-        cb.on_trial_result(0, [trial], trial, result)
+    # 8000: -636.7, still below by more than the noise (100); 9000 on: not below.
+    _results(cb, trial, [0.0, 100.0, 150.0, 200.0], first_steps=8)
     out = capsys.readouterr().out
-    assert out.count("recovered at 7000 env steps") == 1  # -616.7: within the noise, 150
+    assert out.count("recovered") == 1
+    assert "trial aaa recovered at 9000 env steps: its training return 150.0 is no" in out
     assert "collapsed" not in cb.status_line() and "collapsed" not in cb.table()
+
+
+def test_a_dip_about_the_random_policys_return_early_in_a_run_says_nothing(capsys):
+    """DQN's first MinAtar Breakout run of record (family-before-dqn-s0-minatar-breakout-v1,
+    random policy 0.4): early, its return's noise so far was small, and a dip of a result or two
+    below the random policy's return met the rule, to leave it the next result. The live line
+    said COLLAPSED and recovered within ~260 env steps, twice (the first is here); now it says
+    neither. A trial that ends before a fall settles gets its line at its end: the report's
+    verdict."""
+    from sweeps.harness.reporting import ProgressCallback
+
+    cb = ProgressCallback(interval_s=1e9, random_return=0.4)
+    # That run's first 32 training returns (its progress.csv): the rule held at the 27th and
+    # 28th only (the mean of 0.25, 0.25, 0.15: 0.22), the 29th's 0.9 ended it.
+    recorded = [0.35, 0.4, 0.6, 0.3, 0.5, 0.35, 0.45, 0.3, 0.65, 0.5, 0.4, 0.6, 0.3, 0.35, 0.6]
+    recorded += [1.0, 0.45, 0.4, 0.45, 0.55, 0.45, 0.25, 0.2, 0.5, 0.25, 0.25, 0.15, 0.3, 0.9]
+    recorded += [0.5, 0.15, 0.65]
+    _results(cb, _FakeTrial("aaa", "RUNNING"), recorded)
+    assert "COLLAPSED" not in capsys.readouterr().out
+    # The same curve ended at its 27th result: the fall not yet settled, said at the end.
+    ended = _FakeTrial("bbb", "RUNNING")
+    _results(cb, ended, recorded[:27])
+    assert "COLLAPSED" not in capsys.readouterr().out
+    cb.on_trial_complete(0, [ended], ended)
+    out = capsys.readouterr().out
+    assert "trial bbb COLLAPSED at 27000 env steps" in out and out.count("COLLAPSED") == 1
 
 
 def test_no_collapse_is_watched_without_a_random_policy(capsys):

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
 # the ones a reader decides by (``leading_columns``); these follow them.
 # The HParams column that marks a trial stopped mid-trial by the sweep's wall-clock cap.
 CUT_SHORT_TAG = "sweep/cut_short"
+# The results in a row the collapse rule must hold (or stop holding) for before the live line
+# says so: one result's dip about the random policy's return is no collapse to announce.
+_SETTLED = collapse.TAIL
 CURATED_METRICS: tuple[keys.Key, ...] = (
     keys.RETURN_MEAN,
     keys.RETURN_MIN,
@@ -273,9 +276,10 @@ class ProgressCallback(budget.SweepClock):
 
     ``random_return`` (a generic env's random policy, measured at the run's start): a trial
     whose training return ends below it after having been above it, each by more than the
-    return's own noise (``collapse.ended_below``, the report's rule) gets a line when it
-    happens, "collapsed" in the table, and a count in the sweep's line; another line if it
-    climbs back."""
+    return's own noise (``collapse.ended_below``, the report's rule) gets a line once the rule
+    has held for ``_SETTLED`` results in a row, "collapsed" in the table, and a count in the
+    sweep's line; another line if it climbs back (held as long); at its end, the report's
+    verdict if the last results changed it."""
 
     COLUMNS = ("trial", "status", "iter", "env steps", "return", "greedy", "% opt", "steps/s")
 
@@ -295,6 +299,9 @@ class ProgressCallback(budget.SweepClock):
         self._random = _finite(random_return)
         self._returns: dict[str, list[float]] = {}  # trial id -> its finite training returns
         self._collapsed: set[str] = set()
+        # trial id -> (index, env steps) of the first result since the rule last disagreed
+        # with the line said: a line waits until it has disagreed for _SETTLED results
+        self._since: dict[str, tuple[int, Any]] = {}
         # What the live best figure is, said next to it (e.g. "5-episode greedy estimate"): a
         # noisy estimate, not the held-out figure the sweep ends with.
         self._estimate = estimate
@@ -420,7 +427,11 @@ class ProgressCallback(budget.SweepClock):
 
     def _watch_collapse(self, trial_id: str, result: dict) -> None:
         """The line when a trial's training return falls below the random policy's after
-        having been above it, and when it climbs back (class docstring)."""
+        having been above it, and when it climbs back (class docstring): said once the rule
+        has held for ``collapse.TAIL`` results in a row (``_SETTLED``), so a return hovering
+        about the random policy's, early in a run when its noise so far is small, does not
+        flap between the two lines; at the trial's end, the rule as the report reads it
+        (``_settle_collapse``)."""
         value = _finite(keys.get(result, keys.RETURN_MEAN))
         if self._random is None or value is None:
             return
@@ -428,27 +439,50 @@ class ProgressCallback(budget.SweepClock):
         returns.append(value)
         fell = collapse.ended_below(returns, self._random)
         if fell == (trial_id in self._collapsed):
+            self._since.pop(trial_id, None)
             return
+        # the first result of this run of results that disagree with the line said last
+        first = self._since.setdefault(trial_id, (len(returns), keys.get(result, keys.ENV_STEPS)))
+        if len(returns) - first[0] + 1 >= _SETTLED:
+            self._say_collapse(trial_id, fell, first[1])
+
+    def _say_collapse(self, trial_id: str, fell: bool, steps: Any) -> None:
+        """One COLLAPSED or recovered line; ``steps``: the env steps of the first result that
+        said so."""
+        self._since.pop(trial_id, None)
+        returns = self._returns[trial_id]
         tail = returns[-collapse.TAIL :]
         end = sum(tail) / len(tail)
-        steps = _fmt(keys.get(result, keys.ENV_STEPS), ".0f")
+        at = f"{_fmt(steps, '.0f')} env steps"
         if fell:
             self._collapsed.add(trial_id)
             self._print(
-                f"[sweep] trial {trial_id} COLLAPSED at {steps} env steps: its training return "
+                f"[sweep] trial {trial_id} COLLAPSED at {at}: its training return "
                 f"{end:.1f} (the mean of its last {len(tail)} results) is below the random "
                 f"policy's {self._random:.1f}, after a best of {max(returns):.1f}"
             )
         else:
             self._collapsed.discard(trial_id)
             self._print(
-                f"[sweep] trial {trial_id} recovered at {steps} env steps: its training return "
+                f"[sweep] trial {trial_id} recovered at {at}: its training return "
                 f"{end:.1f} is no longer below the random policy's {self._random:.1f} by more "
                 "than its own noise"
             )
 
+    def _settle_collapse(self, trial_id: str) -> None:
+        """At a trial's end, its line agrees with its report: the rule over its whole curve,
+        said now if the last results changed it too late to settle."""
+        returns = self._returns.get(trial_id)
+        if self._random is None or not returns:
+            return
+        fell = collapse.ended_below(returns, self._random)
+        if fell != (trial_id in self._collapsed):
+            last = keys.get(self._last.get(trial_id, {}), keys.ENV_STEPS)
+            self._say_collapse(trial_id, fell, self._since.get(trial_id, (0, last))[1])
+
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._see(trials)
+        self._settle_collapse(trial.trial_id)
         r = self._last.get(trial.trial_id, {})
         outcome = self.outcome(r)
         self._outcome[trial.trial_id] = outcome
