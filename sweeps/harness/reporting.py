@@ -476,9 +476,8 @@ class ProgressCallback(budget.SweepClock):
         if self._random is None or not returns:
             return
         fell = collapse.ended_below(returns, self._random)
-        if fell != (trial_id in self._collapsed):
-            last = keys.get(self._last.get(trial_id, {}), keys.ENV_STEPS)
-            self._say_collapse(trial_id, fell, self._since.get(trial_id, (0, last))[1])
+        if fell != (trial_id in self._collapsed):  # so its last result began a run: _since
+            self._say_collapse(trial_id, fell, self._since[trial_id][1])
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         self._see(trials)
