@@ -337,18 +337,25 @@ def _assert_clock_goes_on(rows: list[dict]) -> None:
     """The suite's training clock and env steps never go back over a trial's rows (restores
     included), and env steps/s is continuous: no row more than twice or half the one before,
     four times in the first ``STEADY_S`` of training, where a row's lifetime rate rests on a
-    second or two and a restored process's first, slower iteration halved it once (857 -> 397
-    env steps/s at 2 s of training, two test processes on 2 cores). A restarted clock or
-    counter breaks the order; the clock's exact sum over a restore is asserted where a test
-    restores (test_resumed_trial_keeps_its_clock_and_training_budget, tests/test_clock.py)."""
+    second or two. A restored process's first row (Tune's ``iterations_since_restore`` 1) may
+    fall any way below: its clock holds the new process's warm-up and Tune's round trip from
+    the restore to the first ``train()`` call, seconds on a loaded box (857 -> 397 env steps/s at
+    2 s of training, two test processes on 2 cores; 409 -> 195 at 6.6 s on CI's slow box, ~3.5 s
+    of clock for ~15 env steps); it may not rise more (a counter counted twice would). A
+    restarted clock or counter breaks the order; the clock's exact sum over a restore is
+    asserted where a test restores (test_resumed_trial_keeps_its_clock_and_training_budget's
+    budget, tests/test_clock.py)."""
     clock = [keys.get(r, keys.TRAIN_TIME_S) for r in rows]
     assert clock == sorted(clock), clock
     steps = [keys.get(r, keys.ENV_STEPS) for r in rows]
     assert steps == sorted(steps), steps
     rate = [keys.get(r, keys.ENV_STEPS_PER_S) for r in rows[1:]]
-    for (a, b), t in zip(zip(rate, rate[1:], strict=False), clock[2:], strict=False):
+    restored = [r.get("iterations_since_restore") == 1 for r in rows[2:]]
+    pairs = zip(zip(rate, rate[1:], strict=False), clock[2:], restored, strict=False)
+    for (a, b), t, first_of_process in pairs:
         band = 2.0 if t >= STEADY_S else 4.0
-        assert not a or 1 / band < b / a < band, (t, rate)
+        low = 0.0 if first_of_process else 1 / band
+        assert not a or low < b / a < band, (t, rate)
 
 
 @pytest.mark.slow
