@@ -57,3 +57,33 @@ def children_join_the_shared_ray(_ray_session_end) -> dict[str, str]:
     the 2 CPUs."""
     address = _shared_ray().get_runtime_context().gcs_address
     return {**os.environ, "RAY_ADDRESS": address}
+
+
+class FakeClock:
+    """``time.perf_counter`` for the modules that keep the training clock: time passes only when
+    a test says so (``sleep``), so a clock's figures are exact on any box under any load."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def fake_clock(monkeypatch) -> FakeClock:
+    """The training clock's modules (the suite callback, the confirmed target's checks, the
+    checkpoint-saving timer) on a FakeClock."""
+    from types import SimpleNamespace
+
+    from sweeps.harness import callbacks, confirm
+    from sweeps.seams import checkpointing
+
+    clock = FakeClock()
+    fake = SimpleNamespace(perf_counter=clock.perf_counter, sleep=clock.sleep)
+    for module in (callbacks, confirm, checkpointing):
+        monkeypatch.setattr(module, "time", fake)
+    return clock

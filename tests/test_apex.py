@@ -484,7 +484,8 @@ def _apex(results: list[dict], key: str) -> Any:
 @pytest.fixture(scope="class")
 def algo():
     """One 2-runner, 2-shard ApexDQN on Cabs-v0, trained until the learner has updated and both
-    shards hold a batch, then 2 iterations more; built once per test class.
+    shards hold a batch, then until sampling and learning went on (2 iterations at least); built
+    once per test class.
 
     The tests themselves request the shared `ray_session`, which finds this Ray instance and
     shuts it down at the end."""
@@ -500,7 +501,23 @@ def algo():
         return _apex(results, "learner_updates_lifetime") > 0 and min(added) >= 64
 
     results = _train_until(algo, learning_from_both_shards, what="learning from both shards")
-    results += [algo.train() for _ in range(2)]
+    first = results[-1][APEX_RESULTS]  # the learner has updated by here
+
+    def went_on_and_every_runner_synced(more: list[dict]) -> bool:
+        """2 iterations more at least, until sampling and learning both went on and every
+        runner holds synced weights: a loaded box may land no fragment in a 0.5 s iteration."""
+        last = more[-1][APEX_RESULTS]
+        grew = all(
+            last[k] > first[k] for k in ("env_steps_sampled_lifetime", "learner_updates_lifetime")
+        )
+        seq = algo.env_runner_group.foreach_env_runner(
+            lambda er: er._weights_seq_no, local_env_runner=False
+        )
+        return len(more) >= 2 and grew and all(v > 0 for v in seq)
+
+    results += _train_until(
+        algo, went_on_and_every_runner_synced, what="sampling and learning on, runners synced"
+    )
     yield algo, results
     algo.stop()
 

@@ -49,9 +49,10 @@ def test_cut_short_says_how_far_the_sweep_got():
         "cut short: 9 of 24 trials ran (8 ended, 1 stopped mid-trial, to go on at --resume, "
         "15 never started); the sweep's 14:00 wall-clock cap ran out at 14:00"
     )
-    # 8.5 trials' worth in 840 s: the other 15.5 at that rate, a quarter more, whole minutes.
+    # 8.5 trials' worth in 840 s: the other 15.5 at that rate, twice that, whole minutes.
     need = 840.4 + 15.5 * 840.4 / 8.5
-    assert cut.suggested_budget_s() == 60 * -(-need * 1.25 // 60)
+    assert budget.RESUME_MARGIN == 2.0
+    assert cut.suggested_budget_s() == 60 * -(-need * 2.0 // 60)
     suggested = f"{cut.suggested_budget_s():.0f}"
     assert cut.resume_command("apex_cabs", "/runs/x") == (
         f"python sweeps/apex_cabs.py --resume /runs/x --time-budget-s {suggested}"

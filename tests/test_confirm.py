@@ -26,14 +26,15 @@ TARGET = 18.0
 
 
 class Policy:
-    """A policy whose checks play ``plays`` (a mean return), each taking ``seconds``."""
+    """A policy whose checks play ``plays`` (a mean return), each taking ``seconds`` of
+    ``sleep``'s clock."""
 
-    def __init__(self, plays: float, seconds: float = 0.0) -> None:
-        self.plays, self.seconds, self.checks = plays, seconds, 0
+    def __init__(self, plays: float, seconds: float = 0.0, sleep=time.sleep) -> None:
+        self.plays, self.seconds, self.checks, self.sleep = plays, seconds, 0, sleep
 
     def __call__(self, algorithm) -> confirm.Check:
         self.checks += 1
-        time.sleep(self.seconds)
+        self.sleep(self.seconds)
         return confirm.Check(
             value=self.plays,
             ci95=0.5,
@@ -111,22 +112,23 @@ def test_above_the_target_a_check_runs_again_only_after_ten_times_its_seconds():
     assert not confirmation.due(metrics, math.nan, train_time_s=200.0)  # no figure yet
 
 
-def test_the_training_clock_excludes_the_check():
+def test_the_training_clock_excludes_the_check(fake_clock):
     """A check of 0.3 s after an iteration is evaluation: the next result's training time
     leaves it out, its evaluation time has it."""
-    policy, metrics = Policy(plays=10.0, seconds=0.3), MetricsLogger(root=True)
+    policy = Policy(plays=10.0, seconds=0.3, sleep=fake_clock.sleep)
+    metrics = MetricsLogger(root=True)
     callbacks = _callbacks(policy)
     _train(callbacks, metrics, 5.0)  # starts the clock
-    wall = time.perf_counter()
+    fake_clock.sleep(1.0)
     before = _train(callbacks, metrics, 18.5)  # the check runs after this result
-    time.sleep(0.05)
+    fake_clock.sleep(0.05)
     after = _train(callbacks, metrics, 17.0)
-    wall = time.perf_counter() - wall
     assert policy.checks == 1
+    assert before[keys.TRAIN_TIME_S[-1]] == pytest.approx(1.0)
+    # The 0.05 s counted; the check's 0.3 s not: evaluation.
     trained = after[keys.TRAIN_TIME_S[-1]] - before[keys.TRAIN_TIME_S[-1]]
-    # The 0.05 s counted; the check's 0.3 s (or longer, on a loaded box) not.
-    assert 0.04 <= trained <= wall - 0.3 + 0.05, (trained, wall)
-    assert after[keys.EVAL_TIME_S[-1]] - before[keys.EVAL_TIME_S[-1]] == pytest.approx(0.3, abs=0.1)
+    assert trained == pytest.approx(0.05)
+    assert after[keys.EVAL_TIME_S[-1]] - before[keys.EVAL_TIME_S[-1]] == pytest.approx(0.3)
 
 
 def test_a_resumed_run_keeps_its_confirmations():

@@ -303,7 +303,7 @@ def corridor_benchmark(tmp_path_factory, children_join_the_shared_ray):
         "--storage-path", str(storage), "--name", "corridor",
     ]  # fmt: skip
     env = children_join_the_shared_ray
-    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=400, env=env)
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800, env=env)
     return storage / "corridor", done
 
 

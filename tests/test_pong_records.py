@@ -164,7 +164,7 @@ def test_bad_hours_and_a_run_going_elsewhere_are_one_line_errors(tmp_path):
     done = subprocess.run(cmd, capture_output=True, text=True)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1
     other = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(30)", "-m", "sweeps.benchmark"]
+        [sys.executable, "-c", "import time; time.sleep(600)", "-m", "sweeps.benchmark"]
     )
     try:
         time.sleep(0.5)

@@ -271,18 +271,18 @@ def test_optuna_dashboard_serves_the_sweeps_study(smoke_sweep):
     )
 
     def get(path: str) -> dict:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=30) as r:
             return json.loads(r.read())
 
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while True:
             try:
                 studies = get("/api/studies")["study_summaries"]
                 break
             except OSError:
                 assert server.poll() is None, server.stderr.read().decode()
-                assert time.monotonic() < deadline, "optuna-dashboard did not start in 60 s"
+                assert time.monotonic() < deadline, "optuna-dashboard did not start in 180 s"
                 time.sleep(0.5)
         (study,) = [s for s in studies if s["study_name"] == smoke_sweep.folder.name]
         trials = get(f"/api/studies/{study['study_id']}")["trials"]

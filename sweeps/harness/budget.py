@@ -49,7 +49,10 @@ _CAP_S: list[float | None] = [None]
 _AT_CUT: list[CutShort | None] = [None]
 _RUNNING_AT_CUT: set[str] = set()
 # A larger budget is suggested with this margin over the extrapolated need, in whole minutes.
-RESUME_MARGIN = 1.25
+# Generous on purpose: the search's work ends it, the cap only stops a hang, and a resume on a
+# busier or slower machine than the first run's (this box's speed varies 2.5-3x) that is cut
+# short again costs the user a second resume.
+RESUME_MARGIN = 2.0
 # The default cap is at least this many times the plan's predicted wall-clock: a safety net for
 # a machine slower than predicted, never the budget itself.
 CAP_MARGIN = 1.5

@@ -43,13 +43,15 @@ RESUME_RUNTIME_FLAGS = ("address", "verbose", "progress_interval_s")
 # runs, never what a trial computes): a sweep cut short by its cap finishes with a larger one.
 RESUME_CAP_FLAGS = ("time_budget_s",)
 
-# --smoke: same code path, tiny budget (one or two trials, a few hundred env steps).
+# --smoke: same code path, tiny budget (one or two trials, a few hundred env steps). The env
+# steps end it; its wall-clock cap only stops a hang (a smoke on a simulated 4-node cluster, on a
+# slow box beside another test process, takes minutes).
 SMOKE_FINAL_EPISODES = 10
 SMOKE_DEFAULTS: dict[str, Any] = {
     "num_samples": 2,
     "stop_timesteps": 400,
     "grace_period": 200,
-    "time_budget_s": 240.0,
+    "time_budget_s": 900.0,
     "progress_interval_s": 5.0,
     "iteration_s": 1.0,
 }
