@@ -72,18 +72,21 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.now += seconds
 
+    def install(self, monkeypatch, *modules) -> FakeClock:
+        """Each module's ``time`` replaced by this clock for the test."""
+        from types import SimpleNamespace
+
+        fake = SimpleNamespace(perf_counter=self.perf_counter, sleep=self.sleep)
+        for module in modules:
+            monkeypatch.setattr(module, "time", fake)
+        return self
+
 
 @pytest.fixture
 def fake_clock(monkeypatch) -> FakeClock:
     """The training clock's modules (the suite callback, the confirmed target's checks, the
     checkpoint-saving timer) on a FakeClock."""
-    from types import SimpleNamespace
-
     from sweeps.harness import callbacks, confirm
     from sweeps.seams import checkpointing
 
-    clock = FakeClock()
-    fake = SimpleNamespace(perf_counter=clock.perf_counter, sleep=clock.sleep)
-    for module in (callbacks, confirm, checkpointing):
-        monkeypatch.setattr(module, "time", fake)
-    return clock
+    return FakeClock().install(monkeypatch, callbacks, confirm, checkpointing)

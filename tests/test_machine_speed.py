@@ -98,19 +98,17 @@ def test_the_rate_is_the_fastest_window(monkeypatch):
     """A machine slowed for a moment (one window of four): its speed is the other windows'. The
     clock is the test's own (each step 10 us, the stall 0.1 s), so the figures are exact on a box
     of any speed under any load (on a loaded CI box, real windows of 0.05 s were not)."""
-    import types
-
     from envs import bench
+    from tests.conftest import FakeClock
     from tests.test_throughput import CountingEnv
 
-    clock = [0.0]
-    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    clock = FakeClock().install(monkeypatch, bench)
 
     class StallsOnce(CountingEnv):
         def step(self, action):
-            clock[0] += 1e-5
+            clock.sleep(1e-5)
             if self.t == 0 and self.resets == 1:  # the first episode's first step: 0.1 s more
-                clock[0] += 0.1
+                clock.sleep(0.1)
             return super().step(action)
 
     whole = bench.raw_env_rate(StallsOnce(), 0.2)
