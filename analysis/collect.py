@@ -112,6 +112,10 @@ ITERATION_COLUMNS = [
     "return_mean",  # training episodes (exploring policy)
     "return_min",
     "return_max",
+    # the training games return_mean is the mean of: the last 20 to end over all env runners
+    # (keys.RETURN_WINDOW_GAMES); NaN in runs made before it, whose return_mean was the mean over
+    # the runners of each runner's own last 20 (the same figure at one runner)
+    "return_window_games",
     "greedy_return",  # latest greedy evaluation return, carried forward
     "pct_of_optimum",  # greedy_return / optimum * 100 (cabs)
     "env_steps_per_s",  # env steps / train_time_s, lifetime
@@ -126,6 +130,7 @@ ITERATION_COLUMNS = [
 ]
 # Iteration columns that tables written before them lack (read as NaN there).
 OPTIONAL_COLUMNS = [
+    "return_window_games",
     "periodic_eval_s",
     "evaluations",
     "periodic_once",

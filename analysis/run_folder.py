@@ -417,6 +417,7 @@ def _iteration_row(result: Mapping[str, Any], metric: str, optimum: float) -> di
         "return_mean": number(keys.get(result, keys.RETURN_MEAN)),
         "return_min": number(keys.get(result, keys.RETURN_MIN)),
         "return_max": number(keys.get(result, keys.RETURN_MAX)),
+        "return_window_games": number(keys.get(result, keys.RETURN_WINDOW_GAMES)),
         "greedy_return": greedy,
         "pct_of_optimum": pct,
         "env_steps_per_s": steps_per_s,

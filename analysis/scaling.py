@@ -55,6 +55,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
     lines += words.lead_lines(w, one_machine if on_one else on_cores, on_one)
     lines += words.bound_lines(w.throughput_on_cores)
     lines += words.claim_lines(w, one_machine, on_cores)
+    lines += words.rule_lines(w)
     scaled = (
         tp[tp["num_env_runners"] >= 1].groupby("algo")["num_env_runners"].nunique() >= 2
     ).any()

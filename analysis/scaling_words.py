@@ -72,6 +72,42 @@ def lead_lines(w: Workload, table: pd.DataFrame, one_machine: bool = False) -> l
     return [f"{where}{_largest_speedup(w, table)} {_shortest(w, table)}".strip(), ""]
 
 
+def rule_lines(w: Workload) -> list[str]:
+    """The configurations at more than one env runner whose trials were judged by the training
+    return's earlier rule: the mean over the runners of each runner's own last 20 games (runs
+    without ``return_window_games``, made before the suite kept one window of the last 20 games
+    to end over all runners, ``sweeps/harness/callbacks.py``). At R runners that figure spans
+    up to R x 20 games, a window ~R times longer in env steps, so it crossed a target later than
+    the current rule would have: their env steps and times to target are upper bounds of the
+    current rule's (at one runner the two rules are the same figure)."""
+    rows = w.selected
+    if w.crossing != "return_mean" or rows.empty:
+        return []
+    many = rows[rows["num_env_runners"] > 1]
+    window = many.get("return_window_games", pd.Series(float("nan"), index=many.index))
+    old = many.assign(_w=window).groupby(["algo", "num_env_runners", "experiment", "trial_id"])
+    old = old["_w"].apply(lambda s: s.isna().all())
+    old = old[old].reset_index().groupby(["algo", "num_env_runners"]).size()
+    if old.empty:
+        return []
+    which = [f"{algo} at {runners} ({plural(n, 'seed')})" for (algo, runners), n in old.items()]
+    return [
+        "**Judged by the earlier training-return rule**: "
+        + ", ".join(which)
+        + ". Their training return was the mean over the runners of each runner's own last 20 "
+        "games, which at R runners spans up to R × 20 games and lags a rising policy the more, "
+        "the more runners: their env steps and times to target are upper bounds of what the "
+        "current rule (the last 20 games to end over all runners, the same figure at one runner) "
+        "gives."
+        + (
+            " Every target they reached was confirmed by seeded games all the same."
+            if w.confirmed
+            else ""
+        ),
+        "",
+    ]
+
+
 def bound_lines(table: pd.DataFrame) -> list[str]:
     """What bounds the predicted throughput, where one process does: the configurations whose
     prediction is, on every seed, its busiest process's own CPU work (``cpu_time.bound_by``),

@@ -76,11 +76,13 @@ def write_trial(
     tm_seed: int | None = None,
     entropy: Sequence[float] | None = None,
     trained_per_step: float | None = None,
+    window_games: int | None = None,
 ) -> Path:
     """One fake trial: iteration i (1-based) has env_steps = i * steps_per_iter and training
     wall-clock = i * secs_per_iter (+ i * eval_secs_per_iter of evaluation in time_total_s);
     ``entropy``: the learner's policy entropy at each iteration (none: a Q-learner's results);
-    ``trained_per_step``: the learner's module steps trained per env step (none: not reported)."""
+    ``trained_per_step``: the learner's module steps trained per env step (none: not reported);
+    ``window_games``: the games each training return is over (none: a run before it was kept)."""
     trial_id = f"abc12_{index:05d}"
     trial_dir = exp_dir / f"DQN_Cabs-v0_{trial_id}_{index}_seed={seed}"
     trial_dir.mkdir(parents=True)
@@ -117,6 +119,8 @@ def write_trial(
             _put(r, keys.ENTROPY, entropy[i - 1])
         if trained_per_step is not None:
             _put(r, keys.MODULE_STEPS_TRAINED, i * steps_per_iter * trained_per_step)
+        if window_games is not None:
+            _put(r, keys.RETURN_WINDOW_GAMES, window_games)
         r["config"] = {"lr": 0.001, "a_big": list(range(5))}  # analysis must ignore this
         lines.append(json.dumps(r))
     (trial_dir / "result.json").write_text("".join(line + "\n" for line in lines))

@@ -174,8 +174,8 @@ def test_training_return_counts_only_the_games_at_low_epsilon():
             callbacks.on_episode_end(
                 episode=Episode(ret), env_runner=runner, metrics_logger=metrics, env_index=index
             )
-        value = metrics.peek(keys.RETURN_MEAN_LAST_N[-1], default=math.nan)
-        return None if math.isnan(value) else value
+        games = metrics.peek(keys.TRAINING_GAMES[-1], default=math.nan)  # (end, return) each
+        return float(np.mean([ret for _, ret in games])) if isinstance(games, list) else None
 
     games = (0.4, 0.16, 0.004, 0.001)
     assert logged(0.01, games, {0: -21.0, 2: 15.0, 1: -5.0, 3: 17.0}) == pytest.approx(16.0)

@@ -84,22 +84,6 @@ def test_writing_a_checkpoint_is_not_training_time(fake_clock):
     assert clock == pytest.approx(0.05)
 
 
-def test_an_iteration_in_which_no_game_ended_keeps_the_training_return():
-    """NaN until the first game ends; then an iteration without a game end reports the mean of
-    the same last games, not NaN (RLlib's own figure is kept as it came)."""
-    callbacks, metrics = SuiteCallbacks(), MetricsLogger(root=True)
-
-    def training_return(**runners) -> float:
-        result = {"env_runners": {"num_env_steps_sampled_lifetime": 1000, **runners}}
-        callbacks.on_train_result(algorithm=None, metrics_logger=metrics, result=result)
-        return result["env_runners"][keys.RETURN_MEAN[-1]]
-
-    assert math.isnan(training_return())
-    assert training_return(suite_return_mean_last_n=-20.5, episode_return_mean=-20.0) == -20.5
-    assert training_return(episode_return_mean=math.nan) == -20.5
-    assert training_return(suite_return_mean_last_n=-19.0) == -19.0
-
-
 def _line(iteration: int, train_s: float, eval_s: float, steps: int) -> dict:
     return {
         "training_iteration": iteration,

@@ -58,7 +58,7 @@ def _train(callbacks: SuiteCallbacks, metrics: MetricsLogger, training_return: f
     result = {
         "env_runners": {
             "num_env_steps_sampled_lifetime": 1000,
-            keys.RETURN_MEAN_LAST_N[-1]: training_return,
+            keys.TRAINING_GAMES[-1]: [(0.0, training_return)] * 20,  # the whole window
         }
     }
     callbacks.on_train_result(algorithm=None, metrics_logger=metrics, result=result)
@@ -169,7 +169,10 @@ def test_each_check_is_one_progress_line():
     policy, metrics = Policy(plays=12.04), MetricsLogger(root=True)
     callbacks = _callbacks(policy)
     result = {
-        "env_runners": {"num_env_steps_sampled_lifetime": 1000, keys.RETURN_MEAN_LAST_N[-1]: 18.3}
+        "env_runners": {
+            "num_env_steps_sampled_lifetime": 1000,
+            keys.TRAINING_GAMES[-1]: [(0, 18.3)] * 20,
+        }
     }
     callbacks.on_train_result(algorithm=None, metrics_logger=metrics, result=result)
     assert check_line("t0", result) == (
@@ -177,7 +180,10 @@ def test_each_check_is_one_progress_line():
         "10 seeded episodes, sampled (greedy 13.0): not confirmed: training goes on"
     )
     result = {
-        "env_runners": {"num_env_steps_sampled_lifetime": 1000, keys.RETURN_MEAN_LAST_N[-1]: 17.0}
+        "env_runners": {
+            "num_env_steps_sampled_lifetime": 1000,
+            keys.TRAINING_GAMES[-1]: [(1, 17.0)] * 20,
+        }
     }
     callbacks.on_train_result(algorithm=None, metrics_logger=metrics, result=result)
     assert check_line("t0", result) is None  # no check after this result

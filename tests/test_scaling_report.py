@@ -325,3 +325,23 @@ def test_the_section_says_which_process_bounds_the_prediction():
     assert "the env_runner in dqn at 1 runner: more env runners share its work" in line
     assert "appo" not in line
     assert line.endswith("In the other configuration no one process bounds it.")
+
+
+@pytest.mark.parametrize("kept", [False, True])
+def test_the_section_names_runs_judged_by_the_earlier_training_return_rule(tmp_path, kept):
+    """Runs at more than one runner whose results have no ``return_window_games`` were judged by
+    each runner's own last 20 games averaged over the runners: the section names them (at one
+    runner the two rules are one figure); runs that kept the window are not named."""
+    rising = [NAN, 20.0, 60.0, 95.0, 95.0]
+    window = 20 if kept else None
+    root = tmp_path / "raw"
+    write_experiment(root, "dqn_r1", [dict(seed=s, returns=rising) for s in range(3)])
+    four = [dict(seed=s, num_env_runners=4, returns=rising, window_games=window) for s in range(3)]
+    write_experiment(root, "dqn_r4", four)
+    text = _scaling_text(root, tmp_path / "out")
+    line = next((x for x in text.splitlines() if x.startswith("**Judged by")), "")
+    assert (
+        line.startswith("**Judged by the earlier training-return rule**: dqn at 4 (3 seeds).")
+        is not kept
+    )
+    assert "dqn at 1" not in line

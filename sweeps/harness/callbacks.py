@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import time
 from collections import deque
+from time import time as wall_time  # when a game ended: one clock for every process of a machine
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,7 @@ def _samples_then_trains(algorithm: Any) -> bool:
 # Where the clocks live in the algorithm's MetricsLogger, as lifetime sums (checkpointed with it
 # and kept over its reductions); popped from each result, whose figures are under ``keys.SUITE``.
 CLOCK = "suite_clock"
+_WINDOW = "suite_return_window"  # the driver's window of training games (a checkpoint keeps it)
 _CLOCK_TRAIN: tuple[str, str] = (CLOCK, "train_time_s")
 _CLOCK_EVAL: tuple[str, str] = (CLOCK, "eval_time_s")
 
@@ -108,11 +110,13 @@ class SuiteCallbacks(RLlibCallback):
         self._greedy_return = math.nan
         self._training_return = math.nan  # on the driver: the latest RETURN_MEAN
         self._optimum: float | None = None
-        self._returns: deque[float] = deque(maxlen=20)  # on an env runner: its last returns
+        # on the driver: the last training games to end over all runners, (end time, return)
+        self._games: deque[tuple[float, float]] = deque(maxlen=20)
         self._cpu = cpu_time.Accounting()  # on the driver: the trial's processes' CPU time
 
     def on_algorithm_init(self, *, algorithm, metrics_logger=None, **kwargs) -> None:
         _size_torch_threads(algorithm)
+        self._games = deque(maxlen=algorithm.config.metrics_num_episodes_for_smoothing)
         self._optimum = exact_optimum(algorithm.config.env, dict(algorithm.config.env_config))
         self._time_checkpoint_saving(algorithm)
         self._cpu.start(algorithm)
@@ -138,27 +142,28 @@ class SuiteCallbacks(RLlibCallback):
         self._eval_time_s = 0.0
         self._saving_s = 0.0
         self._cpu.restart_clock()
+        saved = algorithm.metrics.peek(_WINDOW, default=())  # (none: a checkpoint from before)
+        if isinstance(saved, list | tuple) and saved:
+            self._games.clear()
+            self._games.extend((float(end), float(ret)) for end, ret in saved)
+            self._training_return = self._window_mean()
 
     def on_episode_end(
         self, *, episode, env_runner=None, metrics_logger=None, prev_episode_chunks=None, **kw
     ) -> None:
-        """On an env runner: the mean return of its last ``metrics_num_episodes_for_smoothing``
-        training episodes (with ``training_return_max_epsilon`` set, Ape-X's, only those played
-        at or below that ε), logged at every episode end (see ``_smoothed_return``). ``episode``
-        is only the last chunk since the runner's previous sample() call: the game's return
-        adds the earlier chunks'."""
+        """On an env runner: each training game that counts in the training return (with
+        ``training_return_max_epsilon`` set, Ape-X's, only those played at or below that ε) is
+        logged as (when it ended, its return), a list since the runner's last metrics, which
+        RLlib merges over the runners for the driver (see ``_smoothed_return``). ``episode`` is
+        only the last chunk since the runner's previous sample() call: the game's return adds
+        the earlier chunks'."""
         if metrics_logger is None or env_runner is None or env_runner.config.in_evaluation:
             return
         if not self._counts_in_training_return(env_runner, kw.get("env_index")):
             return
-        window = env_runner.config.metrics_num_episodes_for_smoothing
-        if self._returns.maxlen != window:
-            self._returns = deque(self._returns, maxlen=window)
         chunks = [*(prev_episode_chunks or []), episode]
-        self._returns.append(float(sum(chunk.get_return() for chunk in chunks)))
-        metrics_logger.log_value(
-            keys.RETURN_MEAN_LAST_N[-1], float(np.mean(self._returns)), reduce="mean", window=1
-        )
+        game = (wall_time(), float(sum(chunk.get_return() for chunk in chunks)))
+        metrics_logger.log_value(keys.TRAINING_GAMES[-1], game, reduce="item_series")
 
     @staticmethod
     def _counts_in_training_return(env_runner: Any, env_index: int | None) -> bool:
@@ -171,26 +176,37 @@ class SuiteCallbacks(RLlibCallback):
         epsilon = game_epsilon(env_runner, int(env_index or 0))
         return epsilon is not None and epsilon <= cap
 
-    def _smoothed_return(self, result: dict) -> None:
-        """RETURN_MEAN := the runners' mean return of their last N training games.
+    def _smoothed_return(self, result: dict, metrics: Any) -> None:
+        """RETURN_MEAN := the mean return of the last ``metrics_num_episodes_for_smoothing``
+        training games to end, over all env runners.
 
         RLlib 2.60's own figure is not that: its windows are merged per sample() result on the
-        driver, so that an iteration in which two games ended can report a mean of three values.
-        Each runner keeps its
-        last N returns (``on_episode_end``); the driver gets each runner's latest mean (averaged
-        over the episode ends of the iteration, and over runners), keeps RLlib's figure under
-        ``RLLIB_RETURN_MEAN`` and leaves NaN until a game has ended. An iteration in which no
-        game ended keeps the figure of the one before (the last N games are the same; on Pong, whose
-        32 games tend to end together, many iterations see none)."""
+        driver, so that an iteration in which two games ended can report a mean of three values;
+        and each runner keeps a window of its own last N games (as did this suite's earlier
+        rule, the mean over runners of each runner's last N), so that at R runners the figure
+        spans R x N games, a window R times longer in env steps, which lags a rising policy the
+        more, the more runners there are. Here the runners send each game that ended
+        (``on_episode_end``), the driver keeps the last N in the order they ended, keeps RLlib's
+        figure under ``RLLIB_RETURN_MEAN``, and leaves NaN until a game has ended. An iteration
+        in which no game ended keeps the figure of the one before (the last N games are the
+        same; on Pong, whose 32 games tend to end together, many iterations see none). The
+        window is saved with the trial's checkpoints (``_WINDOW``): a restored trial goes on
+        judging the same games, not the first one to end after the restore alone."""
         runners = result.get(ENV_RUNNER_RESULTS)
         if not isinstance(runners, dict):
             return
         if keys.RETURN_MEAN[-1] in runners:
             runners[keys.RLLIB_RETURN_MEAN[-1]] = runners[keys.RETURN_MEAN[-1]]
-        latest = number(runners.get(keys.RETURN_MEAN_LAST_N[-1], math.nan))
-        if not math.isnan(latest):
-            self._training_return = latest
+        games = runners.pop(keys.TRAINING_GAMES[-1], None)  # (a list: no column of a result)
+        if isinstance(games, list | tuple) and games:
+            self._games.extend(sorted((float(end), float(ret)) for end, ret in games))
+            self._training_return = self._window_mean()
         runners[keys.RETURN_MEAN[-1]] = self._training_return
+        if metrics is not None:  # (in the next result, taken out there: the clocks' way)
+            metrics.log_value(_WINDOW, list(self._games), reduce="item")
+
+    def _window_mean(self) -> float:
+        return float(np.mean([ret for _, ret in self._games])) if self._games else math.nan
 
     def _advance_clocks(self, metrics: Any) -> tuple[float, float]:
         """Add the training and evaluation seconds since the last call to the lifetime sums and
@@ -215,7 +231,8 @@ class SuiteCallbacks(RLlibCallback):
             self._eval_started = None
 
     def on_train_result(self, *, algorithm, metrics_logger=None, result: dict, **kwargs) -> None:
-        self._smoothed_return(result)
+        result.pop(_WINDOW, None)  # (the last result's window: the clocks' way, below)
+        self._smoothed_return(result, metrics_logger)
         settings = getattr(getattr(algorithm, "config", None), "learner_config_dict", None)
         training_return.share_training_return(
             algorithm, self._training_return, learners_need_return(settings)
@@ -245,6 +262,7 @@ class SuiteCallbacks(RLlibCallback):
         )
         suite.update(eval_share.Ledger(metrics_logger).figures())
         suite[keys.TRIALS_IN_ACTOR[-1]] = getattr(algorithm, "trials_in_actor", 1)
+        suite[keys.RETURN_WINDOW_GAMES[-1]] = len(self._games)
         if played:
             suite[keys.PERIODIC_ONCE[-1]] = 1.0
         result.pop(confirm_target.METRICS_KEY, None)  # (the checks' state: as the clocks')

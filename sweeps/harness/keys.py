@@ -93,10 +93,14 @@ CPU: Key = (SUITE, "cpu")
 # 1: a new actor).
 TRIALS_IN_ACTOR: Key = (SUITE, "trials_in_actor")
 PREDICTED_TRAIN_TIME_S: Key = (SUITE, "predicted_train_time_s")
-# RETURN_MEAN is rewritten by SuiteCallbacks as the mean of each env runner's last
-# ``metrics_num_episodes_for_smoothing`` training games (logged under RETURN_MEAN_LAST_N); RLlib's
-# own figure, which is not that in RLlib 2.60, is kept under RLLIB_RETURN_MEAN.
-RETURN_MEAN_LAST_N: Key = (ENV_RUNNER_RESULTS, "suite_return_mean_last_n")
+# RETURN_MEAN is rewritten by SuiteCallbacks as the mean return of the last
+# ``metrics_num_episodes_for_smoothing`` training games to end over all env runners (each runner
+# logs its games, (end time, return), under TRAINING_GAMES: taken out of the result); RLlib's own
+# figure, which is not that in RLlib 2.60, is kept under RLLIB_RETURN_MEAN. RETURN_WINDOW_GAMES:
+# how many games RETURN_MEAN is the mean of. A result without it was made under the earlier rule,
+# the mean over runners of each runner's own last N games (the same figure at one runner).
+TRAINING_GAMES: Key = (ENV_RUNNER_RESULTS, "suite_training_games")
+RETURN_WINDOW_GAMES: Key = (SUITE, "return_window_games")
 RLLIB_RETURN_MEAN: Key = (ENV_RUNNER_RESULTS, "rllib_episode_return_mean")
 # The confirmed target (sweeps/harness/confirm.py): when the judged return crosses the run's
 # target, the policy plays seeded episodes; the target counts only where their mean reaches it.

@@ -44,7 +44,9 @@ PONG_RULES = (
     "no-ops at reset, **sticky actions off** (`repeat_action_probability` 0, as in RLlib's tuned "
     "Atari configs), 42x42 grayscale frames stacked 4. Returns are the game's own score (rewards "
     "are clipped for training only, and Pong's are ±1 anyway); the training return is the mean "
-    "of the last 20 training games of each env runner."
+    "of the last 20 training games to end over all env runners (runs at more than one runner "
+    "made before took the mean over the runners of each runner's own last 20: the scaling "
+    "section names them)."
 )
 
 # What to run where Pong's targets are in reach (the seed articles' GPU-learner setting).
