@@ -52,7 +52,7 @@ class Trial:
 
     def result(self) -> dict:
         self.metrics.aggregate([m.reduce() for _, m in self.runners], key=ENV_RUNNER_RESULTS)
-        result = self.metrics.reduce(compile=True)
+        result = self.metrics.compile()  # (as Algorithm does: a list of one is its item)
         self.driver.on_train_result(algorithm=None, metrics_logger=self.metrics, result=result)
         return result
 
@@ -86,6 +86,17 @@ def test_the_figure_is_the_last_games_to_end_at_one_runner_and_at_ten(monkeypatc
     ]
     assert _figures(1, monkeypatch) == expected
     assert _figures(10, monkeypatch) == expected
+
+
+def test_one_game_an_iteration_counts_as_a_game(monkeypatch):
+    """RLlib hands a result's list of one game over as the game itself (cabs and the toy env
+    end about one game an iteration)."""
+    trial = Trial(1, monkeypatch)
+    for game in range(3):
+        trial.play(float(game), runner=0)
+        result = trial.result()
+        assert _judged(result) == float(np.mean(range(game + 1)))
+    assert result[keys.SUITE][keys.RETURN_WINDOW_GAMES[-1]] == 3
 
 
 def test_each_result_says_how_many_games_its_figure_is_over(monkeypatch):

@@ -142,10 +142,10 @@ class SuiteCallbacks(RLlibCallback):
         self._eval_time_s = 0.0
         self._saving_s = 0.0
         self._cpu.restart_clock()
-        saved = algorithm.metrics.peek(_WINDOW, default=())  # (none: a checkpoint from before)
-        if isinstance(saved, list | tuple) and saved:
+        saved = _pairs(algorithm.metrics.peek(_WINDOW, default=()))  # (none: from before it)
+        if saved:
             self._games.clear()
-            self._games.extend((float(end), float(ret)) for end, ret in saved)
+            self._games.extend(saved)
             self._training_return = self._window_mean()
 
     def on_episode_end(
@@ -197,9 +197,9 @@ class SuiteCallbacks(RLlibCallback):
             return
         if keys.RETURN_MEAN[-1] in runners:
             runners[keys.RLLIB_RETURN_MEAN[-1]] = runners[keys.RETURN_MEAN[-1]]
-        games = runners.pop(keys.TRAINING_GAMES[-1], None)  # (a list: no column of a result)
-        if isinstance(games, list | tuple) and games:
-            self._games.extend(sorted((float(end), float(ret)) for end, ret in games))
+        games = _pairs(runners.pop(keys.TRAINING_GAMES[-1], None))  # (no column of a result)
+        if games:
+            self._games.extend(sorted(games))
             self._training_return = self._window_mean()
         runners[keys.RETURN_MEAN[-1]] = self._training_return
         if metrics is not None:  # (in the next result, taken out there: the clocks' way)
@@ -285,6 +285,17 @@ class SuiteCallbacks(RLlibCallback):
             self._eval_time_s += seconds
             self._cpu.restart_clock()
         return figures
+
+
+def _pairs(games: Any) -> list[tuple[float, float]]:
+    """The (end time, return) pairs of a result's or a checkpoint's games. RLlib's
+    ``MetricsLogger.compile`` hands a list of one item over as the item: one game alone comes as
+    the pair itself (and a checkpoint may turn pairs into lists)."""
+    if not isinstance(games, list | tuple) or not games:
+        return []
+    if not isinstance(games[0], list | tuple):
+        games = [games]
+    return [(float(end), float(ret)) for end, ret in games]
 
 
 def suite_figures(
