@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from analysis import stats
+from analysis import stats, tables
 from analysis.fmt import fmt_estimate, fmt_number, fmt_ratio, fmt_time, is_missing
 from analysis.workload import Workload
 
@@ -85,9 +85,9 @@ def rule_lines(w: Workload) -> list[str]:
         return []
     many = rows[rows["num_env_runners"] > 1]
     window = many.get("return_window_games", pd.Series(float("nan"), index=many.index))
-    old = many.assign(_w=window).groupby(["algo", "num_env_runners", "experiment", "trial_id"])
-    old = old["_w"].apply(lambda s: s.isna().all())
-    old = old[old].reset_index().groupby(["algo", "num_env_runners"]).size()
+    trials = many.assign(_w=window).groupby(["algo", "num_env_runners", *tables.TRIAL_KEY])
+    earlier = trials["_w"].apply(lambda s: s.isna().all())
+    old = earlier[earlier].reset_index().groupby(["algo", "num_env_runners"]).size()
     if old.empty:
         return []
     which = [f"{algo} at {runners} ({plural(n, 'seed')})" for (algo, runners), n in old.items()]
