@@ -242,8 +242,9 @@ def window_rates(trial: pd.DataFrame) -> dict[str, float] | None:
     """One rate trial's env steps per second of training over the second half of its training
     clock: as run (measured) and on a core per process (predicted by the model,
     ``cpu_time.predicted_factor``, from the window's CPU figures: the differences of the
-    lifetime sums the table holds at its ends). None where the trial has no CPU figures or no
-    two rows in the window."""
+    lifetime sums the table holds at its ends), and the CPU each kind of process spent per env
+    step over it (:func:`cpu_per_step`). None where the trial has no CPU figures or no two rows
+    in the window."""
     from sweeps.harness.cpu_time import predicted_factor
 
     needed = ["env_steps", "train_time_s", "cpu_wall_s", "cpu_trial_s", "cpu_slowdown"]
@@ -273,12 +274,43 @@ def window_rates(trial: pd.DataFrame) -> dict[str, float] | None:
     cores = float(end["cpu_cores_predicted"])
     factor = predicted_factor(d["cpu_wall_s"], slowdown, busiest_s, trial_s, cores)
     return {
+        **cpu_per_step(start, end, d["env_steps"]),
         "window_s": d["train_time_s"],
         "measured": d["env_steps"] / d["train_time_s"],
         "predicted": d["env_steps"] / (d["train_time_s"] * factor),
         "cores": cores,
         "utilisation": busiest_s / d["cpu_wall_s"],
         "slowdown": slowdown,
+    }
+
+
+# The trial's processes by kind, as the table sums their CPU seconds (analysis.collect's
+# CPU_COLUMNS), in the order the report shows them.
+PROCESS_KINDS = (
+    ("env runners", "cpu_env_runners_s"),
+    ("driver", "cpu_driver_s"),
+    ("learners", "cpu_learners_s"),
+    ("replay shards", "cpu_replay_shards_s"),
+    ("aggregators", "cpu_aggregators_s"),
+)
+ALL_PROCESSES = "all processes"
+
+
+def cpu_per_step(start: pd.Series, end: pd.Series, env_steps: float) -> dict[str, Any]:
+    """CPU milliseconds per env step between two rows of one trial (the differences of their
+    lifetime sums), per kind of process the trial has (``ms_per_step``: {kind: ms}; a kind with
+    no figure at either row is left out) and over all its processes (``ms_per_step_all``)."""
+
+    def ms(column: str) -> float:
+        if column not in end.index or column not in start.index:
+            return math.nan
+        spent = float(end[column]) - float(start[column])
+        return 1000.0 * spent / env_steps if math.isfinite(spent) and env_steps > 0 else math.nan
+
+    kinds = {kind: ms(column) for kind, column in PROCESS_KINDS}
+    return {
+        "ms_per_step": {k: v for k, v in kinds.items() if math.isfinite(v)},
+        "ms_per_step_all": ms("cpu_trial_s"),
     }
 
 

@@ -101,6 +101,7 @@ def scaling_section(w: Workload, plot: str | None) -> list[str]:
         ]
     lines += _throughput_on_cores_lines(w)
     lines += _one_machine_lines(w, one_machine, rates)
+    lines += _cpu_per_step_lines(rates)
     lines += _on_cores_lines(w, on_cores)
     if plot:
         lines += [f"![Throughput against env runners: {w.title}]({plot})", ""]
@@ -226,6 +227,48 @@ def _one_machine_lines(w: Workload, table: pd.DataFrame, rates: pd.DataFrame) ->
     if missing:
         lines += [f"No rate run of: {', '.join(missing)}.", ""]
     return lines
+
+
+def _cpu_per_step_lines(rates: pd.DataFrame) -> list[str]:
+    """What an env step costs in CPU, by kind of process, in each rate run (one machine per
+    sitting), and against the same algorithm's fewest runners of the sitting; nothing without
+    rate runs."""
+    if rates.empty or "ms_per_step" not in rates.columns:
+        return []
+    present = set().union(*rates["ms_per_step"])
+    kinds = [k for k, _ in predicted.PROCESS_KINDS if k in present]
+    header = ["algorithm", "env runners", *(f"{k} (ms)" for k in kinds)]
+    header += [f"{predicted.ALL_PROCESSES} (ms)", "vs the fewest runners", "sitting"]
+    rows = []
+    table = rates.sort_values(["algo", "num_env_runners", "sitting"], kind="stable")
+    for _, r in table.iterrows():
+        same = table[(table["algo"] == r["algo"]) & (table["sitting"] == r["sitting"])]
+        fewest = same.loc[same["num_env_runners"].idxmin()]
+        ratio = float(r["ms_per_step_all"]) / float(fewest["ms_per_step_all"])
+        row = [r["algo"], _runners(r["num_env_runners"])]
+        row += [_ms(r["ms_per_step"].get(k)) for k in kinds]
+        row += [_ms(r["ms_per_step_all"])]
+        row += [fmt_ratio(ratio) if fewest["num_env_runners"] < r["num_env_runners"] else "—"]
+        rows.append(row + [str(r["sitting"])])
+    return [
+        "#### CPU time per env step, by process (rate runs, measured)",
+        "",
+        "CPU milliseconds each kind of process of a trial spent per env step over the second "
+        "half of its rate run, as the kernel counted them (`docs/scaling.md`, *The accounting*), "
+        "on the machine of its sitting; *vs the fewest runners*: all processes' CPU per env step "
+        "over that of the same algorithm at its fewest runners in the same sitting. An env step "
+        "costs this much CPU whatever the cores: on a machine with fewer cores than busy "
+        "processes, env steps per second can be at most cores × 1,000 / all processes' ms, so "
+        "CPU per env step that rises with the runners is what the extra runners cost there, not "
+        "time spent waiting.",
+        "",
+        markdown_table(header, rows),
+        "",
+    ]
+
+
+def _ms(x: float | None) -> str:
+    return "—" if x is None or is_missing(x) else f"{float(x):,.2f}"
 
 
 # --- Time to target on a core per process -------------------------------------------------------

@@ -84,6 +84,44 @@ def test_the_rate_is_that_of_the_second_half_of_the_training_clock():
     assert predicted.window_rates(trial.drop(columns="cpu_slowdown")) is None
 
 
+def test_a_rate_run_says_what_an_env_step_cost_each_kind_of_process():
+    """CPU milliseconds per env step over the second half, by kind of process (the differences
+    of the lifetime sums, as for the rate) and over all the trial's processes; a kind the trial
+    does not have (NaN throughout: IMPALA's aggregators where none ran) is left out."""
+    trial = _rows(
+        {
+            "env_steps": [1000, 2000, 2100, 2200],
+            "train_time_s": [1.0, 2.0, 3.0, 4.0],
+            "cpu_wall_s": [1.0, 2.0, 3.0, 4.0],
+            "cpu_trial_s": [0.5, 1.0, 2.0, 3.0],
+            "cpu_slowdown": [1.0, 1.5, 2.25, 2.5],
+            "cpu_busiest_utilisation": [0.2, 0.2, 0.3, 0.35],
+            "cpu_cores_predicted": [3.0] * 4,
+            "cpu_driver_s": [0.2, 0.4, 0.9, 1.4],
+            "cpu_env_runners_s": [0.3, 0.6, 1.1, 1.6],
+            "cpu_aggregators_s": [NAN] * 4,
+        }
+    )
+    figures = predicted.window_rates(trial)
+    # the window: 2,000 -> 2,200 env steps; 1.0 s of the driver, 1.0 s of the runners, 2.0 s in all
+    assert figures["ms_per_step"] == pytest.approx({"driver": 5.0, "env runners": 5.0})
+    assert figures["ms_per_step_all"] == pytest.approx(10.0)
+
+
+def test_the_report_says_what_an_env_step_cost_at_each_runner_count(tmp_path):
+    """The rate runs' CPU per env step: all processes' (the fake runs: 0.375 and 0.15 CPU
+    seconds per second of training, 100 env steps a second: 3.75 ms at 1 runner, 1.50 ms at 4),
+    and at 4 runners against 1 runner of the same sitting."""
+    _, section = _report(tmp_path)
+    table = _section(section, "#### CPU time per env step, by process (rate runs, measured)")
+    rows = {r["env runners"]: r for r in _table(table)}
+    assert rows["1"]["all processes (ms)"] == "3.75" and rows["1"]["vs the fewest runners"] == "—"
+    assert (
+        rows["4"]["all processes (ms)"] == "1.50" and rows["4"]["vs the fewest runners"] == "0.40×"
+    )
+    assert {"driver (ms)", "env runners (ms)"} <= set(rows["4"]) and rows["4"]["sitting"] == "1"
+
+
 def test_rate_runs_far_apart_or_on_another_cpu_are_another_sitting(tmp_path):
     rates = collect.collect([write_rates(tmp_path / "near")]).runs
     assert list(predicted.rate_table(rates)["sitting"]) == [1, 1]
