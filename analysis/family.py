@@ -11,6 +11,7 @@ their own, so that a reader judges the defaults by the envs they never saw.
 
 from __future__ import annotations
 
+import json
 import math
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
@@ -18,14 +19,19 @@ from collections.abc import Callable, Collection, Sequence
 import pandas as pd
 
 from analysis import stability, tables
-from analysis.fmt import DASH, fmt_bounded, fmt_time, markdown_table
+from analysis.fmt import DASH, fmt_bounded, fmt_int, fmt_time, markdown_table
+from analysis.run_folder import STOPPED_EARLY
 from analysis.workload import Workload
+from sweeps.harness import keys
 
 EVAL_SHARE = "periodic evaluation / training clock, median (max) of trials"
 FASTEST = "fastest"
 # The label's suffix of an algorithm's runs with the defaults as they stood before a change
 # (``--before``): "apex (before)" beside "apex".
 BEFORE = " (before)"
+# A seed that missed its target ended "before its budget" where its training clock stopped short
+# of this share of the run's training-time stop, and short of its env-step stop.
+SHORT_OF_BUDGET = 0.95
 
 
 def family_section(
@@ -55,7 +61,7 @@ def family_section(
     for title, group in groups:
         if group:
             lines += [f"### {title}", "", *_table(group, algos, references), ""]
-    return lines + served_lines(algos) + estimate_lines(loads)
+    return lines + served_lines(algos) + short_lines(loads) + estimate_lines(loads)
 
 
 def served_lines(algos: Sequence[str]) -> list[str]:
@@ -78,6 +84,78 @@ def served_lines(algos: Sequence[str]) -> list[str]:
         "its defaults as they were, its before-runs serving as its after-runs.",
         "",
     ]
+
+
+def short_lines(loads: Sequence[Workload]) -> list[str]:
+    """A paragraph naming the seeds that missed their env's target and ended by themselves well
+    before the run's budget (``SHORT_OF_BUDGET`` of its ``--stop-train-time-s``, short of its
+    env-step stop: a library baseline at its recipe's ``n_timesteps``), per env and
+    configuration: where they ended and after how much of the budget; [] where none did."""
+    found: dict[tuple[str, str], list[pd.Series]] = {}
+    library = False
+    for w in loads:
+        missed = w.ttt
+        if missed.empty:
+            continue
+        missed = missed[
+            (missed["signal"] == w.signal) & (missed["target"] == w.target) & ~missed["reached"]
+        ]
+        ends = tables.trial_summary(w.selected).set_index(tables.TRIAL_KEY)
+        for _, r in missed.iterrows():
+            end = ends.loc[tuple(r[k] for k in tables.TRIAL_KEY)]
+            budget_s, budget_steps = _stops(w.selected, r)
+            short = end["train_time_s"] < SHORT_OF_BUDGET * budget_s
+            if end["trial_status"] == STOPPED_EARLY and short and end["env_steps"] < budget_steps:
+                found.setdefault((w.title, str(r["config"])), []).append(
+                    pd.concat([end, pd.Series({"budget_s": budget_s})])
+                )
+                library |= tables.is_library(str(end["algo"]))
+    if not found:
+        return []
+
+    def where(ends: list[pd.Series]) -> str:
+        steps = sorted({int(e["env_steps"]) for e in ends})
+        times = sorted(float(e["train_time_s"]) for e in ends)
+        budgets = sorted({float(e["budget_s"]) for e in ends})
+        took = fmt_time(times[0]) + (f"–{fmt_time(times[-1])}" if len(times) > 1 else "")
+        at = fmt_int(steps[0]) + (f"–{fmt_int(steps[-1])}" if len(steps) > 1 else "")
+        of = " or ".join(f"{b:,.0f} s" for b in budgets)
+        seeds = f"{len(ends)} seed" + ("s" if len(ends) > 1 else "")
+        return f"{seeds}, at {at} env steps after {took} of training of {of}"
+
+    named = "; ".join(
+        f"{config} on {env}: {where(ends)}" for (env, config), ends in sorted(found.items())
+    )
+    why = (
+        " A library baseline ends at its recipe's `n_timesteps` (rl-baselines3-zoo's training "
+        "horizon, to which its schedules are fitted: `sweeps/baselines/hyperparams.py`)."
+        if library
+        else ""
+    )
+    return [
+        "**Ended before their budget without reaching the target**: "
+        f"{named}. Their misses are counted where they ended (their '≥' times are theirs, not "
+        f"the budget's), and say nothing of the training time they did not use.{why}",
+        "",
+    ]
+
+
+def _stops(selected: pd.DataFrame, trial: pd.Series) -> tuple[float, float]:
+    """The run's training-time and env-step stops for one trial (the run's ``stop``; inf where
+    it has none)."""
+    rows = selected
+    for k in tables.TRIAL_KEY:
+        rows = rows[rows[k] == trial[k]]
+    try:
+        stop = json.loads(str(rows["stop"].iloc[0])) if "stop" in rows else {}
+    except (ValueError, IndexError):
+        stop = {}
+    if not isinstance(stop, dict):
+        stop = {}
+    return (
+        float(stop.get("/".join(keys.TRAIN_TIME_S), math.inf)),
+        float(stop.get("/".join(keys.ENV_STEPS), math.inf)),
+    )
 
 
 def estimate_lines(loads: Sequence[Workload]) -> list[str]:

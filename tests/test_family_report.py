@@ -108,3 +108,30 @@ def test_runs_before_a_change_are_named_apart_in_the_same_tables(tmp_path):
     assert "No *(before)* row: dqn. Their runs were given once, as their own" in text
     assert "No *(before)*" not in "\n".join(family.served_lines(["apex", "sb3-dqn"]))
     assert family.served_lines(["apex", f"apex{BEFORE}", "sb3-dqn"]) == []
+
+
+BEFORE = CARTPOLE.parents[1] / "gym" / "before"
+
+
+def test_seeds_that_ended_before_their_budget_are_named_with_where_they_ended():
+    """MinAtar Breakout's runs of record: SB3's DQN stopped at its recipe's n_timesteps
+    (1,000,000 env steps) after 855 s and 902 s of its 1,200 s, both short of the target: named,
+    with where and when they ended. IMPALA's seed 1 missed too, at its budget: not named; Ape-X's
+    seed 0 reached the target: not named."""
+    names = ["sb3-dqn-s0", "sb3-dqn-s1", "before-impala-s1", "before-apex-s0"]
+    tables_ = [BEFORE / f"family-{n}-minatar-breakout-v1.csv.gz" for n in names]
+    runs = pd.concat([collect.read_runs_csv(t) for t in tables_], ignore_index=True)
+    text = "\n".join(family.short_lines(workloads(runs)))
+    assert text.startswith("**Ended before their budget without reaching the target**: ")
+    assert (
+        "sb3-dqn · one process on MinAtar/Breakout-v1: 2 seeds, at 1,000,000 env steps after "
+        "855.5 s–902.4 s of training of 1,200 s." in text
+    )
+    assert "impala" not in text and "apex" not in text
+    assert "its recipe's `n_timesteps`" in text  # a library baseline: why it ended
+    # The report's table across envs says it too (two envs: the section is there).
+    other = runs.assign(env="MinAtar/Asterix-v1", experiment=runs["experiment"] + "-asterix")
+    section = "\n".join(family.family_section(workloads(pd.concat([runs, other])), lambda w: None))
+    assert "**Ended before their budget without reaching the target**" in section
+    # Every seed that missed ran to its budget: nothing to say.
+    assert family.short_lines(workloads(runs[runs["algo"] != "sb3-dqn"])) == []
