@@ -576,3 +576,20 @@ def test_a_trial_is_pruned_for_fewer_pairs_never_for_speed_alone():
     lone = early.ask()
     lone.report(0.0, 0)
     assert not lone.should_prune()  # before 3 complete trials nothing is pruned
+
+
+def test_impala_s_space_searches_the_passes_over_each_batch_and_appo_s_its_replay():
+    """IMPALA's family space has the passes over each batch (``num_epochs``, 1 to 4: its
+    defaults' one pass stopped near 6 on MinAtar Breakout, where APPO's 8 reached 10); APPO's
+    replays each batch its own way (``circular_buffer_iterations_per_batch``), not with it."""
+    import optuna
+
+    from sweeps.gym_family import SAMPLERS
+    from sweeps.harness.space import ask_trial
+
+    trial, values = ask_trial(SAMPLERS["impala"])
+    assert trial.distributions["hp/passes"] == optuna.distributions.IntDistribution(1, 4)
+    assert values["num_epochs"] == trial.params["hp/passes"]
+    trial, values = ask_trial(SAMPLERS["appo"])
+    assert "hp/passes" not in trial.distributions and "num_epochs" not in values
+    assert "hp/iterations_per_batch" in trial.distributions
