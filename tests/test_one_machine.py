@@ -57,11 +57,9 @@ def _rows(trial: dict[str, list[float]]) -> pd.DataFrame:
     return frame.assign(training_iteration=range(1, len(frame) + 1))
 
 
-def test_the_rate_is_that_of_the_second_half_of_the_training_clock():
-    """A run that sampled fast before its learner started (the first half) and slower after:
-    the rate is the second half's, and the model is applied to the second half's CPU figures
-    (the differences of the lifetime sums), not to the whole run's."""
-    trial = _rows(
+def _sampled_fast_then_slow() -> pd.DataFrame:
+    """A run that sampled fast before its learner started (the first half) and slower after."""
+    return _rows(
         {
             "env_steps": [1000, 2000, 2100, 2200],
             "train_time_s": [1.0, 2.0, 3.0, 4.0],
@@ -74,6 +72,12 @@ def test_the_rate_is_that_of_the_second_half_of_the_training_clock():
             "cpu_cores_predicted": [3.0] * 4,
         }
     )
+
+
+def test_the_rate_is_that_of_the_second_half_of_the_training_clock():
+    """The rate is the second half's, and the model is applied to the second half's CPU figures
+    (the differences of the lifetime sums), not to the whole run's."""
+    trial = _sampled_fast_then_slow()
     figures = predicted.window_rates(trial)
     assert figures["window_s"] == 2.0 and figures["measured"] == pytest.approx(100.0)
     assert figures["slowdown"] == pytest.approx(3.0)
@@ -88,19 +92,10 @@ def test_a_rate_run_says_what_an_env_step_cost_each_kind_of_process():
     """CPU milliseconds per env step over the second half, by kind of process (the differences
     of the lifetime sums, as for the rate) and over all the trial's processes; a kind the trial
     does not have (NaN throughout: IMPALA's aggregators where none ran) is left out."""
-    trial = _rows(
-        {
-            "env_steps": [1000, 2000, 2100, 2200],
-            "train_time_s": [1.0, 2.0, 3.0, 4.0],
-            "cpu_wall_s": [1.0, 2.0, 3.0, 4.0],
-            "cpu_trial_s": [0.5, 1.0, 2.0, 3.0],
-            "cpu_slowdown": [1.0, 1.5, 2.25, 2.5],
-            "cpu_busiest_utilisation": [0.2, 0.2, 0.3, 0.35],
-            "cpu_cores_predicted": [3.0] * 4,
-            "cpu_driver_s": [0.2, 0.4, 0.9, 1.4],
-            "cpu_env_runners_s": [0.3, 0.6, 1.1, 1.6],
-            "cpu_aggregators_s": [NAN] * 4,
-        }
+    trial = _sampled_fast_then_slow().assign(
+        cpu_driver_s=[0.2, 0.4, 0.9, 1.4],
+        cpu_env_runners_s=[0.3, 0.6, 1.1, 1.6],
+        cpu_aggregators_s=[NAN] * 4,
     )
     figures = predicted.window_rates(trial)
     # the window: 2,000 -> 2,200 env steps; 1.0 s of the driver, 1.0 s of the runners, 2.0 s in all
