@@ -26,6 +26,10 @@ where it was, and is left *interrupted*: the next queue on this work tree resume
 anyway (once at least ``MIN_FILL_S`` are left) and stopped at the end; on a fresh work tree the
 stopped run starts again from nothing. Ctrl-C on the queue stops the run going the same way.
 
+To stop a queue between runs, without stopping the run it is on, create ``STOP_FILE`` in its
+storage folder (``touch runs/benchmark/STOP``): before it starts the next run, the queue removes
+the file and ends as at the end of its hours (it regenerates what is behind, exit 0).
+
 *Rate runs* (``rate=True``) are one sitting: short runs of each configuration, one after another
 on one machine, whose env steps/s a report compares. The queue starts them only where all that
 are left fit in its hours (never with ``--fill``); they are one group.
@@ -57,6 +61,8 @@ from sweeps.harness.record import RunRecord
 from sweeps.harness.subprocs import popen_stoppable
 
 STORAGE = Path("runs/benchmark")
+# In the storage folder: the queue ends before its next run (and removes it)
+STOP_FILE = "STOP"
 # The longest a planned run may take (its worst case): a working stretch is about 3 hours, from its
 # setup to its closing test suite, and its work tree does not outlive it, so a run stopped at a
 # stretch's end starts again from nothing in the next. A plan's runs all fit in one (tested).
@@ -497,6 +503,11 @@ def _queue(plan: Sequence[Planned], parser: argparse.ArgumentParser, argv, behin
             print(f"[records] {run.name} ({state}): would run, {what}", flush=True)
             deadline -= min(need, left)
             continue
+        stop = at.storage / STOP_FILE
+        if stop.exists():
+            stop.unlink(missing_ok=True)
+            print(f"[records] {stop} found (and removed): stopping before {run.name}", flush=True)
+            break
         print(f"[records] {run.name} ({state}): {what}", flush=True)
         try:
             end = deadline - run.fixed_s / 3

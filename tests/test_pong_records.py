@@ -226,6 +226,26 @@ def test_fill_starts_the_run_that_does_not_fit_and_only_with_time_worth_it(tmp_p
     assert not [line for line in _pong(out) if "would run" in line]
 
 
+def test_a_stop_file_ends_the_queue_before_its_next_run_and_is_removed(
+    tmp_path, monkeypatch, capsys
+):
+    """``touch runs/benchmark/STOP``: the queue starts no run after it (the one going would have
+    ended as it does), removes the file, ends as at the end of its hours (exit 0); the next
+    queue goes on."""
+    at = _places(tmp_path)
+    argv = ["--root", str(tmp_path), "--storage-path", str(at.storage), "--hours", "2"]
+    ran = []
+    monkeypatch.setattr(queue, "execute", lambda run, *a, **kw: ran.append(run.name) or 0)
+    monkeypatch.setattr(queue, "running_elsewhere", lambda: [])
+    at.storage.mkdir(parents=True)
+    (at.storage / queue.STOP_FILE).touch()
+    assert records.main(argv) == 0
+    assert ran == [] and not (at.storage / queue.STOP_FILE).exists()
+    out = capsys.readouterr().out
+    assert f"found (and removed): stopping before {records.PLAN[0].name}" in out
+    assert records.main(argv) == 0 and ran and ran[0] == records.PLAN[0].name
+
+
 def _group_gone(pgid: int, within_s: float = 10.0) -> bool:
     deadline = time.monotonic() + within_s
     while time.monotonic() < deadline:
