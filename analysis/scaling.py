@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import predicted, stats
 from analysis import scaling_words as words
 from analysis.fmt import (
+    DASH,
     fmt_bounded,
     fmt_estimate,
     fmt_int,
@@ -248,7 +249,7 @@ def _cpu_per_step_lines(rates: pd.DataFrame) -> list[str]:
         row = [r["algo"], _runners(r["num_env_runners"])]
         row += [_ms(r["ms_per_step"].get(k)) for k in kinds]
         row += [_ms(r["ms_per_step_all"])]
-        row += [fmt_ratio(ratio) if fewest["num_env_runners"] < r["num_env_runners"] else "—"]
+        row += [fmt_ratio(ratio) if fewest["num_env_runners"] < r["num_env_runners"] else DASH]
         rows.append(row + [str(r["sitting"])])
     return [
         "#### CPU time per env step, by process (rate runs, measured)",
@@ -268,7 +269,7 @@ def _cpu_per_step_lines(rates: pd.DataFrame) -> list[str]:
 
 
 def _ms(x: float | None) -> str:
-    return "—" if x is None or is_missing(x) else f"{float(x):,.2f}"
+    return DASH if x is None or is_missing(x) else f"{float(x):,.2f}"
 
 
 # --- Time to target on a core per process -------------------------------------------------------
